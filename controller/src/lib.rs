@@ -1,0 +1,2 @@
+//! The FlinkBlueGreenDeployment operator (see issue "Controller"): not built yet.
+#![forbid(unsafe_code)]

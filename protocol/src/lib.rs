@@ -1,0 +1,22 @@
+//! The bluegreen coordination contract, shared by the controller, the gates and every JVM binding.
+//!
+//! - [`CoordinationState`]: the content of the coordination ConfigMap (`<deployment>-bluegreen`),
+//!   parsed strictly from and written to its string data.
+//! - [`decide`] / [`Rule`]: the gate's per-record rule (pass, drop or hold).
+//! - [`check_transition`]: which updates of the state are legal.
+//!
+//! Data and pure functions only: no I/O, no async runtime. The specification is
+//! `docs/protocol.md`; the JSON vectors under `protocol/vectors/` pin it for other languages.
+#![forbid(unsafe_code)]
+
+mod decide;
+mod error;
+mod state;
+mod transition;
+mod vocabulary;
+
+pub use decide::{Decision, Rule, decide};
+pub use error::ProtocolError;
+pub use state::{CoordinationState, PROTOCOL_VERSION, Toggle, configmap_name, keys};
+pub use transition::{check_transition, is_step};
+pub use vocabulary::{Color, Stage, WatermarkStage};

@@ -1,0 +1,287 @@
+//! The coordination ConfigMap's content and its strict (de)serialisation.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::error::ProtocolError;
+use crate::vocabulary::{Color, Stage, WatermarkStage};
+
+/// The protocol version this build writes and understands (key `protocol-version`).
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The ConfigMap data keys. The first five are FLIP-504's; the rest are bluegreen's.
+pub mod keys {
+    /// The color that is live in steady state, or the incoming color during a transition.
+    pub const ACTIVE_DEPLOYMENT_TYPE: &str = "active-deployment-type";
+    /// How long the outgoing deployment is kept after the handover, in milliseconds.
+    pub const DEPLOYMENT_DELETION_DELAY_MS: &str = "deployment-deletion-delay-ms";
+    /// The [`Stage`](crate::Stage).
+    pub const STAGE: &str = "stage";
+    /// The watermark toggle value W (event time, milliseconds); empty while not set.
+    pub const WATERMARK_TOGGLE_VALUE: &str = "watermark-toggle-value";
+    /// The [`WatermarkStage`](crate::WatermarkStage).
+    pub const WATERMARK_STAGE: &str = "watermark-stage";
+    /// Transition counter: +1 per transition, never decreases.
+    pub const EPOCH: &str = "epoch";
+    /// The protocol version of the writer.
+    pub const PROTOCOL_VERSION: &str = "protocol-version";
+
+    /// Every key the protocol defines, in documentation order.
+    pub const ALL: [&str; 7] = [
+        ACTIVE_DEPLOYMENT_TYPE,
+        DEPLOYMENT_DELETION_DELAY_MS,
+        STAGE,
+        WATERMARK_TOGGLE_VALUE,
+        WATERMARK_STAGE,
+        EPOCH,
+        PROTOCOL_VERSION,
+    ];
+}
+
+/// The name of the coordination ConfigMap of a `FlinkBlueGreenDeployment` named `deployment`.
+pub fn configmap_name(deployment: &str) -> String {
+    format!("{deployment}-bluegreen")
+}
+
+/// The watermark toggle value W together with how settled it is. Carrying W inside the variant
+/// makes "a stage that needs W but has none" unrepresentable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Toggle {
+    /// `WATERMARK_NOT_SET`: no W.
+    NotSet,
+    /// `WAITING_FOR_WATERMARK`: W is proposed and may still rise; the outgoing color holds records
+    /// above it, the incoming color holds everything.
+    Proposed(i64),
+    /// `WATERMARK_SET`: W is final for this epoch.
+    Set(i64),
+}
+
+impl Toggle {
+    /// The FLIP-504 `watermark-stage` of this toggle.
+    pub const fn stage(self) -> WatermarkStage {
+        match self {
+            Self::NotSet => WatermarkStage::NotSet,
+            Self::Proposed(_) => WatermarkStage::WaitingForWatermark,
+            Self::Set(_) => WatermarkStage::Set,
+        }
+    }
+
+    /// W, if proposed or set.
+    pub const fn value(self) -> Option<i64> {
+        match self {
+            Self::NotSet => None,
+            Self::Proposed(w) | Self::Set(w) => Some(w),
+        }
+    }
+}
+
+/// The content of the coordination ConfigMap. Written by the controller only; read by gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CoordinationState {
+    /// `active-deployment-type`: the live color in INITIALIZING/RUNNING; the incoming color in
+    /// TRANSITIONING, CLEAR_TO_TEARDOWN and FAILING (the outgoing one is `active.other()`).
+    pub active: Color,
+    /// `deployment-deletion-delay-ms`.
+    pub deletion_delay_ms: u64,
+    /// `stage`.
+    pub stage: Stage,
+    /// `watermark-stage` and `watermark-toggle-value`.
+    pub toggle: Toggle,
+    /// `epoch`.
+    pub epoch: u64,
+}
+
+impl CoordinationState {
+    /// The state the controller writes when it creates a deployment's ConfigMap.
+    pub const fn initial(active: Color, deletion_delay_ms: u64) -> Self {
+        Self {
+            active,
+            deletion_delay_ms,
+            stage: Stage::Initializing,
+            toggle: Toggle::NotSet,
+            epoch: 0,
+        }
+    }
+
+    /// Parses ConfigMap data strictly. Unknown keys are ignored (forward compatibility); a
+    /// missing key, a misspelled value, a malformed or negative number, or keys that contradict
+    /// each other give an error naming the key.
+    pub fn from_data(data: &BTreeMap<String, String>) -> Result<Self, ProtocolError> {
+        let version = parse_u64(data, keys::PROTOCOL_VERSION)?;
+        if version != u64::from(PROTOCOL_VERSION) {
+            return Err(ProtocolError::UnsupportedVersion {
+                found: u32::try_from(version).unwrap_or(u32::MAX),
+                supported: PROTOCOL_VERSION,
+            });
+        }
+        let active = parse_enum::<Color>(data, keys::ACTIVE_DEPLOYMENT_TYPE, Color::EXPECTED)?;
+        let deletion_delay_ms = parse_u64(data, keys::DEPLOYMENT_DELETION_DELAY_MS)?;
+        let stage = parse_enum::<Stage>(data, keys::STAGE, Stage::EXPECTED)?;
+        let watermark_stage =
+            parse_enum::<WatermarkStage>(data, keys::WATERMARK_STAGE, WatermarkStage::EXPECTED)?;
+        let epoch = parse_u64(data, keys::EPOCH)?;
+        let toggle = parse_toggle(data, watermark_stage)?;
+        let parsed = Self {
+            active,
+            deletion_delay_ms,
+            stage,
+            toggle,
+            epoch,
+        };
+        parsed.validate()?;
+        Ok(parsed)
+    }
+
+    /// The ConfigMap data for this state (every protocol key, nothing else).
+    pub fn to_data(&self) -> BTreeMap<String, String> {
+        let w = self
+            .toggle
+            .value()
+            .map(|w| w.to_string())
+            .unwrap_or_default();
+        [
+            (
+                keys::ACTIVE_DEPLOYMENT_TYPE,
+                self.active.as_str().to_owned(),
+            ),
+            (
+                keys::DEPLOYMENT_DELETION_DELAY_MS,
+                self.deletion_delay_ms.to_string(),
+            ),
+            (keys::STAGE, self.stage.as_str().to_owned()),
+            (keys::WATERMARK_TOGGLE_VALUE, w),
+            (
+                keys::WATERMARK_STAGE,
+                self.toggle.stage().as_str().to_owned(),
+            ),
+            (keys::EPOCH, self.epoch.to_string()),
+            (keys::PROTOCOL_VERSION, PROTOCOL_VERSION.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    }
+
+    /// Checks that `stage` and the toggle agree: INITIALIZING and RUNNING have no W,
+    /// CLEAR_TO_TEARDOWN needs W set, FAILING happens only before W is set.
+    pub fn validate(&self) -> Result<(), ProtocolError> {
+        let reason = match (self.stage, self.toggle) {
+            (Stage::Initializing | Stage::Running, Toggle::NotSet)
+            | (Stage::Transitioning, _)
+            | (Stage::ClearToTeardown, Toggle::Set(_))
+            | (Stage::Failing, Toggle::NotSet | Toggle::Proposed(_)) => return Ok(()),
+            (Stage::Initializing | Stage::Running, _) => {
+                "INITIALIZING and RUNNING require WATERMARK_NOT_SET and an empty watermark-toggle-value"
+            }
+            (Stage::ClearToTeardown, _) => "CLEAR_TO_TEARDOWN requires WATERMARK_SET",
+            (Stage::Failing, Toggle::Set(_)) => {
+                "FAILING is only reachable before the toggle is set; after WATERMARK_SET the handover is finished forward"
+            }
+        };
+        Err(ProtocolError::Inconsistent {
+            key: keys::WATERMARK_STAGE,
+            value: self.toggle.stage().as_str().to_owned(),
+            reason,
+        })
+    }
+
+    /// The color that emits records above W during a handover (`active`), if one is in progress.
+    pub const fn incoming(&self) -> Option<Color> {
+        match self.stage {
+            Stage::Transitioning | Stage::ClearToTeardown | Stage::Failing => Some(self.active),
+            Stage::Initializing | Stage::Running => None,
+        }
+    }
+}
+
+impl fmt::Display for CoordinationState {
+    /// Short form for logs and errors, e.g. `epoch 3 TRANSITIONING active=GREEN WATERMARK_SET(W=1000)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "epoch {} {} active={} {}",
+            self.epoch,
+            self.stage,
+            self.active,
+            self.toggle.stage()
+        )?;
+        match self.toggle.value() {
+            Some(w) => write!(f, "(W={w})"),
+            None => Ok(()),
+        }
+    }
+}
+
+fn get<'a>(
+    data: &'a BTreeMap<String, String>,
+    key: &'static str,
+    expected: &'static str,
+) -> Result<&'a str, ProtocolError> {
+    data.get(key)
+        .map(String::as_str)
+        .ok_or(ProtocolError::MissingKey { key, expected })
+}
+
+fn parse_enum<T: std::str::FromStr>(
+    data: &BTreeMap<String, String>,
+    key: &'static str,
+    expected: &'static str,
+) -> Result<T, ProtocolError> {
+    let raw = get(data, key, expected)?;
+    raw.parse().map_err(|_| ProtocolError::InvalidValue {
+        key,
+        value: raw.to_owned(),
+        expected,
+    })
+}
+
+const UNSIGNED: &str = "a non-negative decimal integer (digits only, at most 18446744073709551615)";
+const SIGNED: &str =
+    "an event time in epoch milliseconds: a decimal integer, optionally negative, within i64";
+
+fn parse_u64(data: &BTreeMap<String, String>, key: &'static str) -> Result<u64, ProtocolError> {
+    let raw = get(data, key, UNSIGNED)?;
+    let invalid = || ProtocolError::InvalidValue {
+        key,
+        value: raw.to_owned(),
+        expected: UNSIGNED,
+    };
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid());
+    }
+    raw.parse().map_err(|_| invalid())
+}
+
+fn parse_toggle(
+    data: &BTreeMap<String, String>,
+    stage: WatermarkStage,
+) -> Result<Toggle, ProtocolError> {
+    let key = keys::WATERMARK_TOGGLE_VALUE;
+    let raw = get(data, key, "empty, or W in epoch milliseconds")?;
+    if stage == WatermarkStage::NotSet {
+        return if raw.is_empty() {
+            Ok(Toggle::NotSet)
+        } else {
+            Err(ProtocolError::Inconsistent {
+                key,
+                value: raw.to_owned(),
+                reason: "must be empty while watermark-stage is WATERMARK_NOT_SET",
+            })
+        };
+    }
+    let digits = raw.strip_prefix('-').unwrap_or(raw);
+    let w = if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        None
+    } else {
+        raw.parse::<i64>().ok()
+    };
+    let w = w.ok_or_else(|| ProtocolError::InvalidValue {
+        key,
+        value: raw.to_owned(),
+        expected: SIGNED,
+    })?;
+    Ok(match stage {
+        WatermarkStage::WaitingForWatermark => Toggle::Proposed(w),
+        WatermarkStage::Set | WatermarkStage::NotSet => Toggle::Set(w),
+    })
+}

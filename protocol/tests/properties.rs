@@ -1,0 +1,159 @@
+//! Property tests of the rule and the ConfigMap codec.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use bluegreen_protocol::{Color, CoordinationState, Decision, Stage, Toggle, decide, keys};
+use proptest::prelude::*;
+
+fn any_color() -> impl Strategy<Value = Color> {
+    prop::sample::select(Color::ALL)
+}
+
+fn any_toggle() -> impl Strategy<Value = Toggle> {
+    prop_oneof![
+        Just(Toggle::NotSet),
+        any::<i64>().prop_map(Toggle::Proposed),
+        any::<i64>().prop_map(Toggle::Set),
+    ]
+}
+
+/// Any state that validates.
+fn valid_state() -> impl Strategy<Value = CoordinationState> {
+    (
+        any_color(),
+        any::<u64>(),
+        prop::sample::select(Stage::ALL),
+        any_toggle(),
+        any::<u64>(),
+    )
+        .prop_map(
+            |(active, deletion_delay_ms, stage, toggle, epoch)| CoordinationState {
+                active,
+                deletion_delay_ms,
+                stage,
+                toggle,
+                epoch,
+            },
+        )
+        .prop_filter("valid", |s| s.validate().is_ok())
+}
+
+/// Any INITIALIZING or RUNNING state.
+fn steady_state() -> impl Strategy<Value = CoordinationState> {
+    (
+        any_color(),
+        any::<u64>(),
+        prop::sample::select(vec![Stage::Initializing, Stage::Running]),
+        any::<u64>(),
+    )
+        .prop_map(
+            |(active, deletion_delay_ms, stage, epoch)| CoordinationState {
+                active,
+                deletion_delay_ms,
+                stage,
+                toggle: Toggle::NotSet,
+                epoch,
+            },
+        )
+}
+
+/// Event times biased towards the interesting places: near W, near the ends of i64.
+fn event_time_near(w: i64) -> impl Strategy<Value = i64> {
+    prop_oneof![
+        any::<i64>(),
+        (-3i64..=3).prop_map(move |d| w.saturating_add(d)),
+        prop::sample::select(vec![i64::MIN, i64::MIN + 1, i64::MAX - 1, i64::MAX]),
+    ]
+}
+
+/// Any state with W set (TRANSITIONING or CLEAR_TO_TEARDOWN) and an event time near W.
+fn with_w_set() -> impl Strategy<Value = (CoordinationState, i64)> {
+    (
+        any_color(),
+        any::<u64>(),
+        prop::sample::select(vec![Stage::Transitioning, Stage::ClearToTeardown]),
+        any::<i64>(),
+        any::<u64>(),
+    )
+        .prop_flat_map(|(active, deletion_delay_ms, stage, w, epoch)| {
+            let s = CoordinationState {
+                active,
+                deletion_delay_ms,
+                stage,
+                toggle: Toggle::Set(w),
+                epoch,
+            };
+            (Just(s), event_time_near(w))
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 4096,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// With W set, exactly one color passes each record and the other drops it: no duplicate and
+    /// no loss at the rule level.
+    #[test]
+    fn colors_partition_event_time_once_w_is_set((s, t) in with_w_set()) {
+        let blue = decide(Some(&s), Color::Blue, t);
+        let green = decide(Some(&s), Color::Green, t);
+        let mut pair = [blue, green];
+        pair.sort_by_key(|d| *d as u8);
+        prop_assert_eq!(pair, [Decision::Pass, Decision::Drop], "{} at t={}", s, t);
+        let owner = if t <= s.toggle.value().unwrap() { s.active.other() } else { s.active };
+        prop_assert_eq!(decide(Some(&s), owner, t), Decision::Pass);
+    }
+
+    /// In steady state exactly the active color passes.
+    #[test]
+    fn in_steady_state_only_the_active_color_passes(s in steady_state(), t in any::<i64>()) {
+        prop_assert_eq!(decide(Some(&s), s.active, t), Decision::Pass);
+        prop_assert_eq!(decide(Some(&s), s.active.other(), t), Decision::Drop);
+    }
+
+    /// Whatever the state, a record is never passed by both colors.
+    #[test]
+    fn no_state_lets_both_colors_pass(s in valid_state(), t in any::<i64>()) {
+        let both = decide(Some(&s), Color::Blue, t) == Decision::Pass
+            && decide(Some(&s), Color::Green, t) == Decision::Pass;
+        prop_assert!(!both, "{} at t={}", s, t);
+    }
+
+    #[test]
+    fn configmap_data_round_trips(s in valid_state()) {
+        prop_assert_eq!(CoordinationState::from_data(&s.to_data()), Ok(s));
+    }
+
+    #[test]
+    fn unknown_keys_do_not_change_the_parse(s in valid_state(), extra in prop::collection::btree_map("[a-z][a-z-]{0,20}", ".*", 0..5)) {
+        let mut data = s.to_data();
+        for (k, v) in extra {
+            if !keys::ALL.contains(&k.as_str()) {
+                data.insert(k, v);
+            }
+        }
+        prop_assert_eq!(CoordinationState::from_data(&data), Ok(s));
+    }
+
+    /// Arbitrary data never panics the parser; protocol keys get arbitrary values too.
+    #[test]
+    fn parsing_arbitrary_data_never_panics(
+        values in prop::collection::vec(prop::option::of(".*"), keys::ALL.len()),
+        extra in prop::collection::btree_map(".*", ".*", 0..4),
+    ) {
+        let mut data: BTreeMap<String, String> = extra;
+        for (key, value) in keys::ALL.iter().zip(values) {
+            if let Some(v) = value {
+                data.insert((*key).to_owned(), v);
+            }
+        }
+        if let Err(e) = CoordinationState::from_data(&data) {
+            prop_assert!(e.to_string().contains(e.key()));
+        }
+    }
+}
