@@ -1,0 +1,373 @@
+package io.bluegreen.gate;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.time.Duration;
+import java.util.Objects;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.operators.ProcessingTimeService;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.metrics.Gauge;
+import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.streaming.api.operators.StreamingRuntimeContext;
+import org.apache.flink.util.Collector;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The bluegreen gate as a Flink {@code ProcessFunction}: place it just before the sink of both the
+ * blue and the green job ({@code stream.process(new GateProcessFunction<>(Color.BLUE, source))}).
+ * Each record is passed, dropped or held by the coordination state's rule for this gate's color
+ * (see {@code docs/protocol.md} and {@code docs/jvm.md}).
+ *
+ * <ul>
+ *   <li><b>Decision path</b>: one volatile read of the latest {@link Gate.Snapshot} and one
+ *       comparison of the event time with the cached {@link Rule}.
+ *   <li><b>Hold</b>: the task thread waits (bounded, {@link #withHoldTimeout}, default 60 s) for a
+ *       newer state and re-decides; on timeout it throws {@link GateHoldTimeoutException}, failing
+ *       the task so that Flink restarts it from its checkpoint. It never guesses.
+ *   <li><b>Records without an event time</b>: by default the task fails with
+ *       {@link MissingTimestampException}; {@link #treatMissingTimestampAs(long)} gives them a fixed
+ *       event time instead.
+ *   <li><b>Metrics</b> (operator metric group): counters {@code bluegreenGatePassed},
+ *       {@code bluegreenGateDropped}, {@code bluegreenGateHeld}, {@code bluegreenGateRefusedUpdates},
+ *       {@code bluegreenGateSourceErrors}; gauges {@code bluegreenGateMaxPassedEventTime},
+ *       {@code bluegreenGateEpoch}, {@code bluegreenGateWatermarkStage},
+ *       {@code bluegreenGateToggle}, {@code bluegreenGateAppliedState}.
+ *   <li><b>State</b>: the maximum passed event time is kept in union list operator state and
+ *       restored (maximum over all entries) so that a restart cannot hide a record already passed.
+ * </ul>
+ */
+public class GateProcessFunction<T> extends ProcessFunction<T, T> implements CheckpointedFunction {
+    private static final long serialVersionUID = 1L;
+    private static final Logger LOG = LoggerFactory.getLogger(GateProcessFunction.class);
+
+    /** Metric names (operator scope). */
+    public static final String METRIC_PASSED = "bluegreenGatePassed";
+    public static final String METRIC_DROPPED = "bluegreenGateDropped";
+    public static final String METRIC_HELD = "bluegreenGateHeld";
+    public static final String METRIC_REFUSED = "bluegreenGateRefusedUpdates";
+    public static final String METRIC_SOURCE_ERRORS = "bluegreenGateSourceErrors";
+    public static final String METRIC_MAX_PASSED = "bluegreenGateMaxPassedEventTime";
+    public static final String METRIC_EPOCH = "bluegreenGateEpoch";
+    public static final String METRIC_WATERMARK_STAGE = "bluegreenGateWatermarkStage";
+    public static final String METRIC_TOGGLE = "bluegreenGateToggle";
+    public static final String METRIC_APPLIED_STATE = "bluegreenGateAppliedState";
+
+    /** Name of the union list state holding the maximum passed event time. */
+    public static final String STATE_NAME = "bluegreen-gate-max-passed-event-time";
+
+    /** How often an idle gate publishes a newly received state as applied (processing time). */
+    static final long IDLE_APPLY_INTERVAL_MS = 50;
+
+    private static final VarHandle MAX_PASSED;
+
+    static {
+        try {
+            MAX_PASSED = MethodHandles.lookup()
+                    .findVarHandle(GateProcessFunction.class, "maxPassedPublished", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final Color color;
+    private final StateSource source;
+    private TimestampExtractor<T> extractor = TimestampExtractor.fromContext();
+    private long holdTimeoutNanos = Duration.ofSeconds(60).toNanos();
+    private boolean failOnMissingTimestamp = true;
+    private long missingTimestampAs;
+
+    // Runtime (task manager) state.
+    private transient Gate gate;
+    private transient StateSource.Subscription subscription;
+    /** The snapshot the task thread decides with; written on the task thread only. */
+    private transient Gate.Snapshot appliedLocal;
+    /** {@link #appliedLocal}, published for the metric reporter (volatile write after max passed). */
+    private transient volatile Gate.Snapshot appliedPublished;
+    private transient long maxPassedLocal;
+    /** {@link #maxPassedLocal}, published with release semantics for the metric reporter. */
+    @SuppressWarnings("unused")
+    private transient long maxPassedPublished;
+    private transient Counter passed;
+    private transient Counter dropped;
+    private transient Counter held;
+    private transient ListState<Long> maxPassedState;
+    private transient long restoredMaxPassed;
+    private transient boolean stateInitialized;
+    private transient volatile boolean closed;
+
+    /** A gate of {@code color} fed by {@code source}. */
+    public GateProcessFunction(Color color, StateSource source) {
+        this.color = Objects.requireNonNull(color, "color");
+        this.source = Objects.requireNonNull(source, "source");
+    }
+
+    /** Uses {@code extractor} for event times instead of the record's Flink timestamp. */
+    public GateProcessFunction<T> withTimestampExtractor(TimestampExtractor<T> extractor) {
+        this.extractor = Objects.requireNonNull(extractor, "extractor");
+        return this;
+    }
+
+    /** How long a record may be held before the task fails (default 60 s). */
+    public GateProcessFunction<T> withHoldTimeout(Duration timeout) {
+        if (timeout.isNegative()) {
+            throw new IllegalArgumentException("hold timeout must not be negative: " + timeout);
+        }
+        this.holdTimeoutNanos = timeout.toNanos();
+        return this;
+    }
+
+    /** Records without an event time fail the task (the default). */
+    public GateProcessFunction<T> failOnMissingTimestamp() {
+        this.failOnMissingTimestamp = true;
+        return this;
+    }
+
+    /**
+     * Records without an event time are decided as if their event time were {@code eventTimeMs}.
+     * {@code Long.MIN_VALUE} gives them to the outgoing color during a handover (it owns
+     * {@code t <= W} for every W); see {@code docs/jvm.md} for what this means for exactly-once.
+     */
+    public GateProcessFunction<T> treatMissingTimestampAs(long eventTimeMs) {
+        this.failOnMissingTimestamp = false;
+        this.missingTimestampAs = eventTimeMs;
+        return this;
+    }
+
+    public Color color() {
+        return color;
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Lifecycle
+
+    @Override
+    public void initializeState(FunctionInitializationContext context) throws Exception {
+        maxPassedState = context.getOperatorStateStore()
+                .getUnionListState(new ListStateDescriptor<>(STATE_NAME, Types.LONG));
+        long max = Long.MIN_VALUE;
+        if (context.isRestored()) {
+            for (Long v : maxPassedState.get()) {
+                if (v != null && v > max) {
+                    max = v;
+                }
+            }
+        }
+        restoredMaxPassed = max;
+        maxPassedLocal = max;
+        stateInitialized = true;
+        MAX_PASSED.setRelease(this, maxPassedLocal);
+    }
+
+    @Override
+    public void snapshotState(FunctionSnapshotContext context) throws Exception {
+        maxPassedState.clear();
+        maxPassedState.add(maxPassedLocal);
+    }
+
+    @Override
+    public void open(OpenContext openContext) throws Exception {
+        String name;
+        try {
+            name = getRuntimeContext().getTaskInfo().getTaskNameWithSubtasks();
+        } catch (RuntimeException | LinkageError e) {
+            name = "gate";
+        }
+        start(getRuntimeContext().getMetricGroup(), name);
+        scheduleIdleApply();
+    }
+
+    /** Starts the gate outside {@code open()} (tests, other integrations). */
+    void start(MetricGroup metrics, String name) throws Exception {
+        if (gate != null) {
+            return;
+        }
+        closed = false;
+        gate = new Gate(color, name);
+        appliedLocal = gate.latest();
+        appliedPublished = appliedLocal;
+        if (!stateInitialized) { // transient fields are zero after deserialization
+            restoredMaxPassed = Long.MIN_VALUE;
+            maxPassedLocal = Long.MIN_VALUE;
+            MAX_PASSED.setRelease(this, maxPassedLocal);
+        }
+        passed = metrics.counter(METRIC_PASSED);
+        dropped = metrics.counter(METRIC_DROPPED);
+        held = metrics.counter(METRIC_HELD);
+        Gate g = gate;
+        metrics.gauge(METRIC_REFUSED, (Gauge<Long>) g::refusedUpdates);
+        metrics.gauge(METRIC_SOURCE_ERRORS, (Gauge<Long>) g::sourceErrors);
+        metrics.gauge(METRIC_MAX_PASSED, (Gauge<Long>) this::maxPassedEventTime);
+        metrics.gauge(METRIC_EPOCH, (Gauge<Long>) () -> {
+            CoordinationState s = appliedPublished.state;
+            return s == null ? -1L : s.epoch();
+        });
+        metrics.gauge(METRIC_WATERMARK_STAGE, (Gauge<Integer>) () -> {
+            CoordinationState s = appliedPublished.state;
+            return s == null ? -1 : s.watermarkStage().ordinal();
+        });
+        metrics.gauge(METRIC_TOGGLE, (Gauge<Long>) () -> {
+            CoordinationState s = appliedPublished.state;
+            return s == null || !s.hasToggle() ? 0L : s.watermarkToggleValue();
+        });
+        metrics.gauge(METRIC_APPLIED_STATE, (Gauge<String>) this::appliedStateLine);
+        subscription = source.subscribe(name, gate);
+        LOG.info("bluegreen gate {} ({}) started; restored max passed event time {}", name, color, restoredMaxPassed);
+    }
+
+    private void scheduleIdleApply() {
+        ProcessingTimeService pts;
+        try {
+            if (!(getRuntimeContext() instanceof StreamingRuntimeContext)) {
+                return;
+            }
+            pts = ((StreamingRuntimeContext) getRuntimeContext()).getProcessingTimeService();
+        } catch (RuntimeException | LinkageError e) {
+            LOG.warn("bluegreen gate: no processing time service; an idle gate reports a new state only with its next record", e);
+            return;
+        }
+        ProcessingTimeService.ProcessingTimeCallback[] cb = new ProcessingTimeService.ProcessingTimeCallback[1];
+        cb[0] = time -> {
+            // Runs on the task thread (mailbox), between records: safe to mark the state applied.
+            if (closed) {
+                return;
+            }
+            Gate.Snapshot s = gate.latest();
+            if (s != appliedLocal) {
+                applyOnTaskThread(s);
+            }
+            pts.registerTimer(pts.getCurrentProcessingTime() + IDLE_APPLY_INTERVAL_MS, cb[0]);
+        };
+        pts.registerTimer(pts.getCurrentProcessingTime() + IDLE_APPLY_INTERVAL_MS, cb[0]);
+    }
+
+    @Override
+    public void close() throws Exception {
+        closed = true;
+        if (subscription != null) {
+            subscription.close();
+            subscription = null;
+        }
+        gate = null;
+        super.close();
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Per record
+
+    @Override
+    public void processElement(T value, Context ctx, Collector<T> out) throws Exception {
+        Gate.Snapshot s = gate.latest();
+        if (s != appliedLocal) {
+            applyOnTaskThread(s);
+        }
+        Long ts = extractor.eventTime(value, ctx.timestamp());
+        long t;
+        if (ts != null) {
+            t = ts;
+        } else if (failOnMissingTimestamp) {
+            throw new MissingTimestampException("bluegreen gate (" + color + "): a record has no event time, so the gate "
+                    + "cannot tell which color owns it; assign timestamps upstream (WatermarkStrategy), pass a "
+                    + "TimestampExtractor, or choose GateProcessFunction.treatMissingTimestampAs(...)");
+        } else {
+            t = missingTimestampAs;
+        }
+        Decision d = s.rule.decide(t);
+        if (d == Decision.PASS) {
+            pass(t);
+            out.collect(value);
+        } else if (d == Decision.DROP) {
+            dropped.inc();
+        } else {
+            hold(value, t, s, out);
+        }
+    }
+
+    private void pass(long t) {
+        passed.inc();
+        if (t > maxPassedLocal) {
+            maxPassedLocal = t;
+            MAX_PASSED.setRelease(this, t);
+        }
+    }
+
+    /** Marks {@code s} as the state this gate decides with (task thread only). */
+    private void applyOnTaskThread(Gate.Snapshot s) {
+        appliedLocal = s;
+        appliedPublished = s; // volatile: publishes every max-passed update made under older states
+    }
+
+    private void hold(T value, long t, Gate.Snapshot s, Collector<T> out) throws Exception {
+        held.inc();
+        long start = System.nanoTime();
+        long deadline = start + holdTimeoutNanos;
+        Gate.Snapshot cur = s;
+        while (true) {
+            Gate.Snapshot next = gate.awaitChange(cur, deadline);
+            if (next == cur) {
+                String problem = gate.lastProblem();
+                throw new GateHoldTimeoutException("bluegreen gate (" + color + "): held a record with event time " + t
+                        + " for " + Duration.ofNanos(System.nanoTime() - start).toMillis() + " ms without a state that decides it"
+                        + " (applied state: " + (cur.state == null ? "none yet" : cur.state.toString()) + ")"
+                        + (problem.isEmpty() ? "" : "; last problem: " + problem)
+                        + "; failing the task so that Flink restarts it from its checkpoint");
+            }
+            applyOnTaskThread(next);
+            cur = next;
+            Decision d = cur.rule.decide(t);
+            if (d == Decision.PASS) {
+                pass(t);
+                out.collect(value);
+                return;
+            }
+            if (d == Decision.DROP) {
+                dropped.inc();
+                return;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Observation (metric reporter thread, tests)
+
+    /** The maximum event time passed (restored from state included); {@code Long.MIN_VALUE} if none. */
+    long maxPassedEventTime() {
+        return (long) MAX_PASSED.getAcquire(this);
+    }
+
+    /** The state the task thread has applied, or null. */
+    CoordinationState appliedState() {
+        Gate.Snapshot s = appliedPublished;
+        return s == null ? null : s.state;
+    }
+
+    Gate gate() {
+        return gate;
+    }
+
+    /**
+     * One consistent line for the controller: the applied state, then the maximum passed event time
+     * read after it (so every record passed under an older state is included), e.g.
+     * {@code epoch=7 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle=1000 max-passed=998}.
+     */
+    String appliedStateLine() {
+        Gate.Snapshot snap = appliedPublished; // volatile read first
+        long max = maxPassedEventTime();
+        CoordinationState s = snap == null ? null : snap.state;
+        if (s == null) {
+            return "epoch= stage= active= watermark-stage=-1 toggle= max-passed=" + max;
+        }
+        return "epoch=" + Long.toUnsignedString(s.epoch()) + " stage=" + s.stage() + " active=" + s.active()
+                + " watermark-stage=" + s.watermarkStage().ordinal()
+                + " toggle=" + (s.hasToggle() ? Long.toString(s.watermarkToggleValue()) : "")
+                + " max-passed=" + max;
+    }
+}

@@ -1,0 +1,31 @@
+package io.bluegreen.gate;
+
+import org.apache.flink.api.connector.sink2.Sink;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSink;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+
+/**
+ * Places a gate just before a sink: the gate must be the last operator before the records leave
+ * the job (nothing downstream may reorder, duplicate or emit on its own), with the same parallelism
+ * as the sink so that Flink chains them. The gate's uid is the same in the blue and the green job
+ * (green restores blue's gate state from the savepoint).
+ */
+public final class GateSinkWrapper {
+    /** The gate operator's uid and name. */
+    public static final String UID = "bluegreen-gate";
+
+    private GateSinkWrapper() {}
+
+    /** {@code stream.process(gate)} with the gate's uid and name, chained with what follows. */
+    public static <T> SingleOutputStreamOperator<T> gate(DataStream<T> stream, GateProcessFunction<T> gate) {
+        return stream.process(gate, stream.getType()).uid(UID).name(UID + " (" + gate.color() + ")")
+                .setParallelism(stream.getParallelism());
+    }
+
+    /** The gate, then {@code sink}, at the stream's parallelism. */
+    public static <T> DataStreamSink<T> sinkTo(DataStream<T> stream, GateProcessFunction<T> gate, Sink<T> sink) {
+        SingleOutputStreamOperator<T> gated = gate(stream, gate);
+        return gated.sinkTo(sink).setParallelism(gated.getParallelism());
+    }
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs the real Apache Flink jars without Maven Central: from the PyPI wheel
+# `apache-flink-libraries` (its pyflink/lib holds Flink's distribution jars).
+# Cached under target/flink/<version>/; a no-op when cached. Prints the lib directory on stdout.
+# Needs python3 and pip (the PyPI index or a local mirror / wheel house configured for pip).
+#   FLINK_VERSION=1.20.3 scripts/flink-jars.sh   # override the pinned version
+#   FLINK_WHEEL=/path/to/apache_flink_libraries-*.whl scripts/flink-jars.sh   # fully offline
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VERSION="${FLINK_VERSION:-1.20.3}"
+ROOT="$PWD/target/flink/$VERSION"
+LIB="$ROOT/lib"
+if [[ -f "$ROOT/.complete" ]]; then
+  echo "$LIB"
+  exit 0
+fi
+command -v python3 >/dev/null || { echo "flink-jars.sh: python3 is required" >&2; exit 1; }
+mkdir -p "$ROOT"
+WHEEL="${FLINK_WHEEL:-}"
+if [[ -z "$WHEEL" ]]; then
+  DL="$ROOT/download"
+  mkdir -p "$DL"
+  WHEEL="$(ls "$DL"/apache_flink_libraries-"$VERSION"*.whl 2>/dev/null | head -n1 || true)"
+  if [[ -z "$WHEEL" ]]; then
+    echo "flink-jars.sh: downloading apache-flink-libraries==$VERSION from PyPI (once, ~250 MB)" >&2
+    python3 -m pip download --quiet --no-deps -d "$DL" \
+      "apache-flink-libraries==$VERSION" >&2
+    WHEEL="$(ls "$DL"/apache[-_]flink[-_]libraries-"$VERSION"* | head -n1)"
+  fi
+fi
+echo "flink-jars.sh: extracting pyflink/lib from $(basename "$WHEEL")" >&2
+rm -rf "$LIB.tmp"
+python3 - "$WHEEL" "$LIB.tmp" <<'PY'
+import os, sys, tarfile, zipfile
+src, dest = sys.argv[1], sys.argv[2]
+os.makedirs(dest, exist_ok=True)
+n = 0
+def keep(name):
+    # pyflink/lib/*.jar (wheel) or <sdist-root>/deps/lib/*.jar / pyflink/lib/*.jar (sdist)
+    parts = name.split("/")
+    return name.endswith(".jar") and len(parts) >= 2 and parts[-2] == "lib" and ("pyflink" in parts or "deps" in parts)
+if zipfile.is_zipfile(src):
+    with zipfile.ZipFile(src) as z:
+        for info in z.infolist():
+            if keep(info.filename):
+                with z.open(info) as r, open(os.path.join(dest, os.path.basename(info.filename)), "wb") as w:
+                    w.write(r.read()); n += 1
+else:
+    with tarfile.open(src) as t:
+        for m in t.getmembers():
+            if m.isfile() and keep(m.name):
+                with t.extractfile(m) as r, open(os.path.join(dest, os.path.basename(m.name)), "wb") as w:
+                    w.write(r.read()); n += 1
+if n == 0:
+    sys.exit(f"flink-jars.sh: no pyflink/lib/*.jar in {src}")
+print(f"flink-jars.sh: {n} jars", file=sys.stderr)
+PY
+rm -rf "$LIB"
+mv "$LIB.tmp" "$LIB"
+ls "$LIB"/flink-dist*.jar >/dev/null 2>&1 || { echo "flink-jars.sh: flink-dist jar missing in $LIB" >&2; exit 1; }
+touch "$ROOT/.complete"
+echo "$LIB"
