@@ -1,0 +1,100 @@
+package io.bluegreen.gate;
+
+import static io.bluegreen.gate.TestRunner.check;
+import static io.bluegreen.gate.TestRunner.checkEq;
+import static io.bluegreen.gate.TestRunner.test;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/** Every case of protocol/vectors/decisions.json and configmaps.json through the Java implementation. */
+final class ProtocolVectorsTest {
+    private ProtocolVectorsTest() {}
+
+    static Path repo() {
+        return Path.of(System.getProperty("bluegreen.repo", "."));
+    }
+
+    @SuppressWarnings("unchecked")
+    static List<Map<String, Object>> cases(String file) {
+        try {
+            String text = Files.readString(repo().resolve("protocol/vectors").resolve(file), StandardCharsets.UTF_8);
+            Map<String, Object> doc = (Map<String, Object>) Json.parse(text);
+            check(doc.get("description") instanceof String, file + ": description");
+            return (List<Map<String, Object>>) doc.get("cases");
+        } catch (IOException e) {
+            throw new RuntimeException("cannot read the shared vectors (run from the repository root)", e);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, String> strings(Object o) {
+        Map<String, String> m = new TreeMap<>();
+        ((Map<String, Object>) o).forEach((k, v) -> m.put(k, (String) v));
+        return m;
+    }
+
+    @SuppressWarnings("unchecked")
+    static void register() {
+        List<Map<String, Object>> decisions = cases("decisions.json");
+        check(decisions.size() >= 200, "decisions.json has " + decisions.size() + " cases");
+        int n = 0;
+        for (Map<String, Object> c : decisions) {
+            Color color = Color.fromWire((String) c.get("color"));
+            Map<String, String> data = strings(c.get("configmap"));
+            List<Map<String, Object>> expect = (List<Map<String, Object>>) c.get("decisions");
+            String name = "vector decisions #" + (n++) + " " + color + " " + data.get("stage") + " "
+                    + data.get("watermark-stage") + " active=" + data.get("active-deployment-type")
+                    + " W=" + data.get("watermark-toggle-value");
+            test(name, () -> {
+                CoordinationState state;
+                try {
+                    state = CoordinationState.fromData(data);
+                } catch (ProtocolException e) {
+                    state = null; // a gate with no previous state: a parse error means HOLD
+                }
+                Rule rule = Rule.forState(state, color);
+                Gate gate = new Gate(color, "vector");
+                gate.onConfigMap(data);
+                for (Map<String, Object> d : expect) {
+                    long t = Long.parseLong((String) d.get("event_time"));
+                    Decision want = Decision.valueOf((String) d.get("decision"));
+                    checkEq(want, rule.decide(t), "Rule.forState decision at t=" + t);
+                    checkEq(want, Rule.decide(state, color, t), "Rule.decide at t=" + t);
+                    checkEq(want, gate.decide(t), "Gate decision at t=" + t);
+                }
+            });
+        }
+        List<Map<String, Object>> configmaps = cases("configmaps.json");
+        check(configmaps.size() >= 50, "configmaps.json has " + configmaps.size() + " cases");
+        for (Map<String, Object> c : configmaps) {
+            Map<String, String> data = strings(c.get("configmap"));
+            Map<String, Object> expect = (Map<String, Object>) c.get("expect");
+            test("vector configmaps: " + c.get("name"), () -> {
+                if (expect.containsKey("error")) {
+                    Map<String, Object> err = (Map<String, Object>) expect.get("error");
+                    ProtocolException e = TestRunner.expectThrows(ProtocolException.class, () -> CoordinationState.fromData(data));
+                    checkEq(err.get("kind"), e.kind().name(), "error kind (" + e.getMessage() + ")");
+                    checkEq(err.get("key"), e.key(), "error key (" + e.getMessage() + ")");
+                    check(e.getMessage().contains("`" + e.key() + "`"), "message names the key: " + e.getMessage());
+                } else {
+                    Map<String, Object> st = (Map<String, Object>) expect.get("state");
+                    CoordinationState s = CoordinationState.fromData(data);
+                    checkEq(st.get("active"), s.active().wire(), "active");
+                    checkEq(st.get("deletion_delay_ms"), Long.toUnsignedString(s.deletionDelayMs()), "deletion delay");
+                    checkEq(st.get("epoch"), Long.toUnsignedString(s.epoch()), "epoch");
+                    checkEq(st.get("stage"), s.stage().wire(), "stage");
+                    checkEq(st.get("watermark_stage"), s.watermarkStage().wire(), "watermark stage");
+                    checkEq(st.get("toggle"), s.hasToggle() ? Long.toString(s.watermarkToggleValue()) : null, "toggle");
+                    // Round trip: the written data parses back to the same state.
+                    checkEq(s, CoordinationState.fromData(s.toData()), "round trip");
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,2 @@
+package io.bluegreen.gate;
+final class SidecarStateSourceTest { static void register() {} }
