@@ -1,2 +1,246 @@
 package io.bluegreen.gate;
-final class GateProcessFunctionTest { static void register() {} }
+
+import static io.bluegreen.gate.Color.BLUE;
+import static io.bluegreen.gate.Color.GREEN;
+import static io.bluegreen.gate.GateProcessFunction.*;
+import static io.bluegreen.gate.TestRunner.check;
+import static io.bluegreen.gate.TestRunner.checkEq;
+import static io.bluegreen.gate.TestRunner.expectThrows;
+import static io.bluegreen.gate.TestRunner.test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** The GateProcessFunction driven directly with fake Flink contexts (no harness jar offline). */
+final class GateProcessFunctionTest {
+    private GateProcessFunctionTest() {}
+
+    private static final AtomicInteger SEQ = new AtomicInteger();
+
+    static final class Rig {
+        final String channel = "unit-" + SEQ.incrementAndGet();
+        final ManualStateSource.Channel ch = ManualStateSource.channel(channel);
+        final GateProcessFunction<String> fn;
+        final Fakes.Metrics metrics = new Fakes.Metrics();
+        final Fakes.Out<String> out = new Fakes.Out<>();
+
+        Rig(Color color) throws Exception {
+            this(color, null);
+        }
+
+        Rig(Color color, List<Long> restored) throws Exception {
+            fn = new GateProcessFunction<>(color, new ManualStateSource(channel));
+            fn.withHoldTimeout(Duration.ofSeconds(10));
+            if (restored != null) {
+                fn.initializeState(Fakes.initContext(true, restored));
+            }
+        }
+
+        Rig start() throws Exception {
+            fn.start(metrics.group, "unit");
+            return this;
+        }
+
+        void send(String v, Long ts) throws Exception {
+            fn.processElement(v, Fakes.context(fn, ts), out);
+        }
+    }
+
+    static CoordinationState st(long epoch, Stage stage, WatermarkStage ws, long w, Color active) {
+        return CoordinationState.of(epoch, active, stage, ws, w, 0);
+    }
+
+    static void register() {
+        test("gate: registers every documented metric under its exact name", () -> {
+            Rig r = new Rig(BLUE).start();
+            for (String m : List.of(METRIC_PASSED, METRIC_DROPPED, METRIC_HELD, METRIC_MAX_PASSED, METRIC_EPOCH,
+                    METRIC_WATERMARK_STAGE, METRIC_TOGGLE, METRIC_REFUSED, METRIC_SOURCE_ERRORS, METRIC_APPLIED_STATE)) {
+                check(r.metrics.registered.containsKey(m), "metric " + m + " registered: " + r.metrics.registered.keySet());
+            }
+            checkEq(-1L, r.metrics.gauge(METRIC_EPOCH), "epoch before any state");
+            checkEq(-1, r.metrics.gauge(METRIC_WATERMARK_STAGE), "watermark stage before any state");
+            checkEq(Long.MIN_VALUE, r.metrics.gauge(METRIC_MAX_PASSED), "max passed before any record");
+        });
+        test("gate: the active color passes in RUNNING, the other drops; counters and gauges follow", () -> {
+            Rig blue = new Rig(BLUE).start();
+            Rig green = new Rig(GREEN).start();
+            blue.ch.publish(st(3, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+            green.ch.publish(st(3, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+            for (long t = 10; t < 15; t++) {
+                blue.send("r" + t, t);
+                green.send("r" + t, t);
+            }
+            checkEq(5, blue.out.items.size(), "blue emitted");
+            checkEq(0, green.out.items.size(), "green emitted");
+            checkEq(5L, blue.metrics.count(METRIC_PASSED), "blue passed");
+            checkEq(5L, green.metrics.count(METRIC_DROPPED), "green dropped");
+            checkEq(14L, blue.metrics.gauge(METRIC_MAX_PASSED), "blue max passed");
+            checkEq(3L, blue.metrics.gauge(METRIC_EPOCH), "epoch gauge");
+            checkEq(0, blue.metrics.gauge(METRIC_WATERMARK_STAGE), "watermark stage gauge");
+            checkEq("epoch=3 stage=RUNNING active=BLUE watermark-stage=0 toggle= max-passed=14",
+                    blue.metrics.gauge(METRIC_APPLIED_STATE), "applied state line");
+        });
+        test("gate: with W set the outgoing color owns t <= W (W included), the incoming t > W", () -> {
+            Rig blue = new Rig(BLUE).start();
+            Rig green = new Rig(GREEN).start();
+            CoordinationState set = st(4, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, 100, GREEN);
+            blue.ch.publish(set);
+            green.ch.publish(set);
+            for (long t : new long[] {Long.MIN_VALUE, 99, 100, 101, Long.MAX_VALUE}) {
+                blue.send("t" + t, t);
+                green.send("t" + t, t);
+            }
+            checkEq(List.of("t" + Long.MIN_VALUE, "t99", "t100"), blue.out.items, "blue (outgoing)");
+            checkEq(List.of("t101", "t" + Long.MAX_VALUE), green.out.items, "green (incoming)");
+            checkEq(2, green.metrics.gauge(METRIC_WATERMARK_STAGE), "watermark stage gauge");
+            checkEq(100L, green.metrics.gauge(METRIC_TOGGLE), "toggle gauge");
+        });
+        test("gate: hold -> timeout -> GateHoldTimeoutException (no state at all)", () -> {
+            Rig r = new Rig(GREEN).start();
+            r.fn.withHoldTimeout(Duration.ofMillis(200));
+            long t0 = System.nanoTime();
+            GateHoldTimeoutException e = expectThrows(GateHoldTimeoutException.class, () -> r.send("x", 5L));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            check(ms >= 190 && ms < 5_000, "held " + ms + " ms");
+            check(e.getMessage().contains("none yet"), e.getMessage());
+            checkEq(1L, r.metrics.count(METRIC_HELD), "held counter");
+            checkEq(0, r.out.items.size(), "nothing emitted");
+        });
+        test("gate: hold -> timeout when the state never decides (incoming color, W only proposed)", () -> {
+            Rig r = new Rig(GREEN).start();
+            r.fn.withHoldTimeout(Duration.ofMillis(150));
+            r.ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WAITING_FOR_WATERMARK, 50, GREEN));
+            GateHoldTimeoutException e = expectThrows(GateHoldTimeoutException.class, () -> r.send("x", 500L));
+            check(e.getMessage().contains("WAITING_FOR_WATERMARK(W=50)"), e.getMessage());
+        });
+        test("gate: a held record is decided by a newer state delivered while it waits", () -> {
+            Rig green = new Rig(GREEN).start();
+            Rig blue = new Rig(BLUE).start();
+            CoordinationState notSet = st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN);
+            CoordinationState waiting = st(1, Stage.TRANSITIONING, WatermarkStage.WAITING_FOR_WATERMARK, 100, GREEN);
+            CoordinationState set = st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, 100, GREEN);
+            green.ch.publish(notSet);
+            blue.ch.publish(waiting);
+            Thread controller = new Thread(() -> {
+                try {
+                    Thread.sleep(150);
+                    green.ch.publish(waiting);
+                    Thread.sleep(100);
+                    green.ch.publish(set);
+                    blue.ch.publish(set);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            controller.start();
+            Thread other = new Thread(() -> {
+                try {
+                    blue.send("b101", 101L); // outgoing holds above the proposed W, then drops
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            other.start();
+            long t0 = System.nanoTime();
+            green.send("g101", 101L); // held through NOT_SET and WAITING, passes once W is set
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            green.send("g100", 100L);
+            other.join(5_000);
+            controller.join();
+            check(ms >= 200, "green held " + ms + " ms");
+            checkEq(List.of("g101"), green.out.items, "green emitted");
+            checkEq(List.of(), blue.out.items, "blue emitted");
+            checkEq(1L, green.metrics.count(METRIC_HELD), "green held");
+            checkEq(1L, blue.metrics.count(METRIC_HELD), "blue held");
+            checkEq(1L, blue.metrics.count(METRIC_DROPPED), "blue dropped");
+        });
+        test("gate: refused updates (older epoch, illegal step, bad data) keep the last good state", () -> {
+            Rig r = new Rig(BLUE).start();
+            r.ch.publish(st(5, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+            r.ch.publish(st(4, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN)); // stale
+            r.ch.publish(st(5, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN)); // illegal within epoch
+            Map<String, String> bad = new java.util.TreeMap<>(st(6, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN).toData());
+            bad.put("protocol-version", "2");
+            r.ch.publishData(bad); // unsupported version
+            r.send("a", 1L);
+            checkEq(List.of("a"), r.out.items, "still passes as the active color");
+            checkEq(3L, r.metrics.gauge(METRIC_REFUSED), "refused updates");
+            checkEq(5L, r.metrics.gauge(METRIC_EPOCH), "epoch gauge");
+            check(r.fn.gate().lastProblem().contains("protocol-version"), r.fn.gate().lastProblem());
+            // A gate that missed states accepts a reachable newer one.
+            r.ch.publish(st(6, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, 10, GREEN));
+            r.send("b", 10L);
+            r.send("c", 11L);
+            checkEq(List.of("a", "b"), r.out.items, "after the newer epoch");
+        });
+        test("gate: a record without a timestamp fails the task by default", () -> {
+            Rig r = new Rig(BLUE).start();
+            r.ch.publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+            MissingTimestampException e = expectThrows(MissingTimestampException.class, () -> r.send("x", null));
+            check(e.getMessage().contains("treatMissingTimestampAs"), e.getMessage());
+        });
+        test("gate: records without a timestamp are emitted once with treatMissingTimestampAs", () -> {
+            Rig blue = new Rig(BLUE).start();
+            Rig green = new Rig(GREEN).start();
+            blue.fn.treatMissingTimestampAs(Long.MIN_VALUE);
+            green.fn.treatMissingTimestampAs(Long.MIN_VALUE);
+            List<CoordinationState> states = List.of(
+                    st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE),
+                    st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, 7, GREEN),
+                    st(1, Stage.CLEAR_TO_TEARDOWN, WatermarkStage.WATERMARK_SET, 7, GREEN),
+                    st(1, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
+            int i = 0;
+            for (CoordinationState s : states) {
+                blue.ch.publish(s);
+                green.ch.publish(s);
+                blue.send("n" + i, null);
+                green.send("n" + i, null);
+                i++;
+            }
+            List<String> all = new ArrayList<>(blue.out.items);
+            all.addAll(green.out.items);
+            all.sort(null);
+            checkEq(List.of("n0", "n1", "n2", "n3"), all, "each record emitted once by one color");
+            checkEq(List.of("n0", "n1", "n2"), blue.out.items, "outgoing owns them until it is torn down");
+        });
+        test("gate: a custom TimestampExtractor decides instead of the context timestamp", () -> {
+            Rig r = new Rig(BLUE).start();
+            r.fn.withTimestampExtractor((v, ts) -> Long.parseLong(v));
+            r.ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, 100, GREEN));
+            r.send("100", 999L);
+            r.send("101", 0L);
+            checkEq(List.of("100"), r.out.items, "decided by the extracted event time");
+        });
+        test("gate: max passed event time is checkpointed in union list state and restored as the maximum", () -> {
+            List<Long> snap = new ArrayList<>();
+            Rig r = new Rig(BLUE, snap).start();
+            r.ch.publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+            r.send("a", 40L);
+            r.send("b", 70L);
+            r.send("c", 50L);
+            r.fn.snapshotState(Fakes.snapshotContext(1));
+            checkEq(List.of(70L), snap, "snapshot");
+            // Restore: union of three subtasks' entries.
+            Rig restored = new Rig(BLUE, new ArrayList<>(List.of(70L, 12L, Long.MIN_VALUE))).start();
+            checkEq(70L, restored.metrics.gauge(METRIC_MAX_PASSED), "restored max passed");
+            restored.ch.publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+            restored.send("d", 60L);
+            checkEq(70L, restored.metrics.gauge(METRIC_MAX_PASSED), "an older record does not lower it");
+            Rig nothing = new Rig(BLUE, new ArrayList<>()).start();
+            checkEq(Long.MIN_VALUE, nothing.metrics.gauge(METRIC_MAX_PASSED), "fresh start");
+        });
+        test("gate: the function and its sources are serializable (job graph)", () -> {
+            for (Object o : List.of(new GateProcessFunction<String>(BLUE, new ManualStateSource("x")),
+                    new GateProcessFunction<String>(GREEN, new SidecarStateSource(8787)),
+                    new GateProcessFunction<String>(GREEN, StaticStateSource.of(CoordinationState.initial(GREEN, 0)))
+                            .withTimestampExtractor((v, ts) -> 1L))) {
+                byte[] bytes = org.apache.flink.util.InstantiationUtil.serializeObject(o);
+                check(bytes.length > 0, "serialized");
+                org.apache.flink.util.InstantiationUtil.deserializeObject(bytes, GateProcessFunctionTest.class.getClassLoader());
+            }
+        });
+    }
+}
