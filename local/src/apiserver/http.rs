@@ -1,0 +1,479 @@
+//! HTTP routing: turns requests into store operations and store results into responses.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Query, Request, State};
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use serde_json::{Value, json};
+
+use super::delete::{self, Cascade, DeleteOpts};
+use super::discovery;
+use super::error::ApiError;
+use super::faults::{FaultState, RequestInfo, Verb};
+use super::meta::parse_body;
+use super::openapi;
+use super::patch::PatchType;
+use super::read::{self, ListQuery, Shape};
+use super::resources::ResourceType;
+use super::selectors::{FieldSelector, LabelSelector};
+use super::store::Store;
+use super::watch::{self, WatchRequest};
+use super::write::{self, FieldValidation, UpdateOp, WriteCtx};
+
+/// Server-wide settings used while serving.
+#[derive(Debug, Clone)]
+pub(crate) struct ServeOptions {
+    pub bookmark_interval: Duration,
+    pub max_watch_timeout: Duration,
+    pub log_requests: bool,
+}
+
+/// Shared state of the HTTP handlers.
+pub(crate) struct App {
+    pub store: Arc<Store>,
+    pub faults: Arc<FaultState>,
+    pub opts: ServeOptions,
+    pub addr: String,
+}
+
+type AppState = State<Arc<App>>;
+
+pub(crate) fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/api", get(api_root))
+        .route("/apis", get(apis_root))
+        .route("/version", get(|| async { json_response(StatusCode::OK, &discovery::version_info()) }))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/livez", get(|| async { "ok" }))
+        .route("/readyz", get(|| async { "ok" }))
+        .route("/openapi/v2", get(openapi_v2))
+        .route("/openapi/v3", get(openapi_v3_index))
+        .route("/openapi/v3/{*path}", get(openapi_v3_doc))
+        .fallback(resource)
+        .layer(from_fn_with_state(Arc::clone(&app), gate))
+        .layer(DefaultBodyLimit::max(3 * 1024 * 1024))
+        .with_state(app)
+}
+
+/// Logs requests when asked to and holds them while the server is paused.
+async fn gate(State(app): AppState, req: Request, next: Next) -> Response {
+    if app.opts.log_requests {
+        let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let ct = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        tracing::info!(method = %req.method(), uri = %req.uri(), accept, content_type = ct, "request");
+    }
+    app.faults.wait_unpaused().await;
+    next.run(req).await
+}
+
+pub(crate) fn json_response(code: StatusCode, v: &Value) -> Response {
+    let mut resp = (code, serde_json::to_vec(v).unwrap_or_default()).into_response();
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+fn accept(headers: &HeaderMap) -> &str {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("")
+}
+
+fn discovery_response(headers: &HeaderMap, aggregated: impl FnOnce() -> Value, legacy: impl FnOnce() -> Value) -> Response {
+    if discovery::wants_aggregated(accept(headers)) {
+        let mut resp = json_response(StatusCode::OK, &aggregated());
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(discovery::AGGREGATED_CONTENT_TYPE),
+        );
+        resp
+    } else {
+        json_response(StatusCode::OK, &legacy())
+    }
+}
+
+async fn api_root(State(app): AppState, headers: HeaderMap) -> Response {
+    let registry = app.store.lock().registry.clone();
+    discovery_response(&headers, || discovery::aggregated(&registry, true), || discovery::api_versions(&app.addr))
+}
+
+async fn apis_root(State(app): AppState, headers: HeaderMap) -> Response {
+    let registry = app.store.lock().registry.clone();
+    discovery_response(&headers, || discovery::aggregated(&registry, false), || discovery::api_group_list(&registry))
+}
+
+async fn openapi_v2() -> Response {
+    ApiError::not_found_path().into_response()
+}
+
+async fn openapi_v3_index(State(app): AppState) -> Response {
+    let registry = app.store.lock().registry.clone();
+    json_response(StatusCode::OK, &openapi::index(&registry))
+}
+
+async fn openapi_v3_doc(State(app): AppState, uri: Uri) -> Response {
+    let registry = app.store.lock().registry.clone();
+    let path = uri.path().trim_start_matches("/openapi/v3/");
+    match openapi::document(&registry, path) {
+        Some(doc) => json_response(StatusCode::OK, &doc),
+        None => ApiError::not_found_path().into_response(),
+    }
+}
+
+/// A parsed resource path.
+#[derive(Debug, Default)]
+struct Target {
+    group: String,
+    version: String,
+    namespace: Option<String>,
+    resource: Option<String>,
+    name: Option<String>,
+    sub: Option<String>,
+}
+
+fn parse_path(path: &str) -> Option<Target> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return None,
+    };
+    let mut t = Target {
+        group: group.to_string(),
+        version: version.to_string(),
+        ..Target::default()
+    };
+    let tail = match rest {
+        [] => return Some(t),
+        ["namespaces", ns, res, tail @ ..] if *res != "status" && *res != "finalize" => {
+            t.namespace = Some((*ns).to_string());
+            t.resource = Some((*res).to_string());
+            tail
+        }
+        [res, tail @ ..] => {
+            t.resource = Some((*res).to_string());
+            tail
+        }
+    };
+    match tail {
+        [] => {}
+        [name] => t.name = Some((*name).to_string()),
+        [name, sub] => {
+            t.name = Some((*name).to_string());
+            t.sub = Some((*sub).to_string());
+        }
+        _ => return None,
+    }
+    Some(t)
+}
+
+async fn resource(State(app): AppState, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    match handle(&app, &method, &uri, &headers, body).await {
+        Ok(resp) => resp,
+        Err(err) => err.into_response(),
+    }
+}
+
+fn params(uri: &Uri) -> Result<HashMap<String, String>, ApiError> {
+    let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(uri)
+        .map_err(|e| ApiError::bad_request(format!("invalid query string: {e}")))?;
+    Ok(pairs.into_iter().collect())
+}
+
+fn flag(p: &HashMap<String, String>, key: &str) -> bool {
+    p.get(key).is_some_and(|v| v == "true" || v == "1")
+}
+
+fn list_query(p: &HashMap<String, String>) -> Result<ListQuery, ApiError> {
+    Ok(ListQuery {
+        label: LabelSelector::parse(p.get("labelSelector").map_or("", String::as_str))?,
+        field: FieldSelector::parse(p.get("fieldSelector").map_or("", String::as_str))?,
+        limit: p
+            .get("limit")
+            .map(|l| l.parse::<usize>().map_err(|_| ApiError::bad_request(format!("invalid limit: {l}"))))
+            .transpose()?,
+        continue_token: p.get("continue").cloned(),
+        resource_version: p.get("resourceVersion").cloned(),
+        version_match: p.get("resourceVersionMatch").cloned(),
+    })
+}
+
+#[allow(clippy::too_many_lines, reason = "one dispatch table over verbs, clearer in one place")]
+async fn handle(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    if let ["apis", group] = uri.path().trim_matches('/').split('/').collect::<Vec<_>>().as_slice() {
+        let registry = app.store.lock().registry.clone();
+        return discovery::api_group(&registry, group)
+            .map(|v| json_response(StatusCode::OK, &v))
+            .ok_or_else(ApiError::not_found_path);
+    }
+    let target = parse_path(uri.path()).ok_or_else(ApiError::not_found_path)?;
+    let Some(resource) = target.resource.clone() else {
+        if target.group.is_empty() && target.version != "v1" {
+            return Err(ApiError::not_found_path());
+        }
+        let registry = app.store.lock().registry.clone();
+        return discovery::resource_list(&registry, &target.group, &target.version)
+            .map(|v| json_response(StatusCode::OK, &v))
+            .ok_or_else(ApiError::not_found_path);
+    };
+    let p = params(uri)?;
+    let watching = method == Method::GET && flag(&p, "watch");
+    let verb = match (method.clone(), target.name.is_some()) {
+        (Method::GET, _) if watching => Verb::Watch,
+        (Method::GET, true) => Verb::Get,
+        (Method::GET, false) => Verb::List,
+        (Method::POST, false) => Verb::Create,
+        (Method::PUT, true) => Verb::Update,
+        (Method::PATCH, true) => Verb::Patch,
+        (Method::DELETE, true) => Verb::Delete,
+        (Method::DELETE, false) => Verb::DeleteCollection,
+        _ => return Err(ApiError::method_not_allowed(format!("the server does not allow this method on the requested resource ({method})"))),
+    };
+    let rt: Arc<ResourceType> = app
+        .store
+        .lock()
+        .registry
+        .lookup(&target.group, &target.version, &resource)
+        .ok_or_else(ApiError::not_found_path)?;
+    match (&target.namespace, rt.namespaced) {
+        (Some(_), false) => return Err(ApiError::not_found_path()),
+        (None, true) if !matches!(verb, Verb::List | Verb::Watch) => return Err(ApiError::not_found_path()),
+        _ => {}
+    }
+    let status = match target.sub.as_deref() {
+        None => false,
+        Some("status") if rt.version(&target.version).is_some_and(|v| v.status) => true,
+        Some(_) => return Err(ApiError::not_found_path()),
+    };
+    if status && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
+        return Err(ApiError::method_not_allowed("the status subresource supports get, update and patch"));
+    }
+    let info = RequestInfo {
+        verb,
+        resource: resource.clone(),
+        namespace: target.namespace.clone().unwrap_or_default(),
+        name: target.name.clone().unwrap_or_default(),
+        subresource: target.sub.clone().unwrap_or_default(),
+    };
+    app.faults.before(&info).await?;
+    let shape = Shape::from_accept(accept(headers));
+    let ns = target.namespace.clone().unwrap_or_default();
+    let name = target.name.clone().unwrap_or_default();
+    let version = target.version.clone();
+    match verb {
+        Verb::Watch => {
+            let mut query = list_query(&p)?;
+            if target.name.is_some() {
+                query.field = FieldSelector::parse(&format!("metadata.name={name}"))?;
+            }
+            let requested = p
+                .get("timeoutSeconds")
+                .and_then(|t| t.parse::<u64>().ok())
+                .map_or(app.opts.max_watch_timeout, Duration::from_secs);
+            let req = WatchRequest {
+                rt,
+                version,
+                namespace: target.namespace.clone(),
+                query,
+                send_initial_events: flag(&p, "sendInitialEvents"),
+                bookmarks: flag(&p, "allowWatchBookmarks"),
+                timeout: requested.min(app.opts.max_watch_timeout),
+                bookmark_interval: app.opts.bookmark_interval,
+                shape,
+            };
+            watch::start(&app.store, req, app.faults.close_signal())
+        }
+        Verb::List => {
+            let query = list_query(&p)?;
+            let inner = app.store.lock();
+            let page = read::list(&inner, &rt, target.namespace.as_deref(), &query)?;
+            drop(inner);
+            Ok(json_response(StatusCode::OK, &read::shape_list(&rt, &version, &page, shape)))
+        }
+        Verb::Get => {
+            let obj = app.store.lock().get(&rt.gr(), &ns, &name);
+            let obj = obj.ok_or_else(|| ApiError::not_found(subject(&rt, &name)))?;
+            Ok(json_response(StatusCode::OK, &read::shape_one(&obj, &rt, &version, shape)))
+        }
+        Verb::Create | Verb::Update | Verb::Patch => {
+            let mut ctx = write_ctx(&rt, &version, &ns, status, &p, headers);
+            let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json");
+            let result = match verb {
+                Verb::Create => {
+                    let body = parse_body(&body, content_type.contains("yaml")).map_err(ApiError::bad_request)?;
+                    let mut inner = app.store.lock();
+                    write::create(&mut inner, &mut ctx, body).map(|o| (o, true))
+                }
+                Verb::Update => {
+                    let body = parse_body(&body, content_type.contains("yaml")).map_err(ApiError::bad_request)?;
+                    let mut inner = app.store.lock();
+                    write::update(&mut inner, &mut ctx, &name, UpdateOp::Replace(body)).map(|w| (w.object, w.created))
+                }
+                _ => {
+                    let pt = PatchType::from_content_type(content_type)
+                        .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
+                    let body = parse_body(&body, pt == PatchType::Apply).map_err(ApiError::bad_request)?;
+                    let op = if pt == PatchType::Apply {
+                        if !p.contains_key("fieldManager") {
+                            return Err(ApiError::bad_request("PATCH, application/apply-patch+yaml requests must have a fieldManager query parameter"));
+                        }
+                        UpdateOp::Apply {
+                            config: body,
+                            force: flag(&p, "force"),
+                        }
+                    } else {
+                        if p.contains_key("force") {
+                            return Err(ApiError::bad_request("force may not be specified for non-apply patch"));
+                        }
+                        UpdateOp::Patch(pt, body)
+                    };
+                    let mut inner = app.store.lock();
+                    write::update(&mut inner, &mut ctx, &name, op).map(|w| (w.object, w.created))
+                }
+            };
+            let (obj, created) = result?;
+            let code = if created { StatusCode::CREATED } else { StatusCode::OK };
+            let mut resp = json_response(code, &read::shape_one(&obj, &rt, &version, shape));
+            for w in &ctx.warnings {
+                if let Ok(v) = HeaderValue::from_str(&format!("299 - {}", json!(w))) {
+                    resp.headers_mut().append(header::WARNING, v);
+                }
+            }
+            Ok(resp)
+        }
+        Verb::Delete => {
+            let opts = delete_opts(&p, &body)?;
+            let deleted = {
+                let mut inner = app.store.lock();
+                delete::delete(&mut inner, &rt, &ns, &name, &opts)?
+            };
+            if deleted.removed && rt.builtin && rt.plural != "namespaces" {
+                let mut details = json!({"name": name, "kind": rt.plural, "uid": super::meta::ObjExt::uid(&*deleted.object)});
+                if !rt.group.is_empty() {
+                    details["group"] = json!(rt.group);
+                }
+                return Ok(json_response(
+                    StatusCode::OK,
+                    &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
+                ));
+            }
+            Ok(json_response(StatusCode::OK, &read::shape_one(&deleted.object, &rt, &version, shape)))
+        }
+        Verb::DeleteCollection => {
+            let opts = delete_opts(&p, &body)?;
+            let query = list_query(&p)?;
+            let mut inner = app.store.lock();
+            let page = read::list(&inner, &rt, target.namespace.as_deref(), &ListQuery { limit: None, continue_token: None, ..query })?;
+            let mut items = Vec::new();
+            for obj in &page.items {
+                let n = super::meta::ObjExt::name(&**obj).to_string();
+                if let Ok(d) = delete::delete(&mut inner, &rt, &ns, &n, &opts) {
+                    items.push(d.object);
+                }
+            }
+            let page = read::ListPage {
+                items,
+                resource_version: inner.rv,
+                continue_token: None,
+                remaining: None,
+            };
+            drop(inner);
+            Ok(json_response(StatusCode::OK, &read::shape_list(&rt, &version, &page, Shape::Full)))
+        }
+    }
+}
+
+fn subject<'a>(rt: &'a ResourceType, name: &'a str) -> super::error::Subject<'a> {
+    super::error::Subject {
+        group: &rt.group,
+        resource: &rt.plural,
+        name,
+    }
+}
+
+fn write_ctx(rt: &Arc<ResourceType>, version: &str, ns: &str, status: bool, p: &HashMap<String, String>, headers: &HeaderMap) -> WriteCtx {
+    let manager = p.get("fieldManager").cloned().unwrap_or_else(|| {
+        headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|ua| ua.split('/').next())
+            .filter(|s| !s.is_empty())
+            .unwrap_or("unknown")
+            .to_string()
+    });
+    let validation = match p.get("fieldValidation").map(String::as_str) {
+        Some("Strict") => FieldValidation::Strict,
+        Some("Ignore") => FieldValidation::Ignore,
+        _ => FieldValidation::Warn,
+    };
+    WriteCtx {
+        rt: Arc::clone(rt),
+        version: version.to_string(),
+        namespace: ns.to_string(),
+        status,
+        manager,
+        dry_run: p.get("dryRun").is_some_and(|d| d == "All"),
+        validation,
+        warnings: Vec::new(),
+    }
+}
+
+fn delete_opts(p: &HashMap<String, String>, body: &Bytes) -> Result<DeleteOpts, ApiError> {
+    let body: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        parse_body(body, false).map_err(ApiError::bad_request)?
+    };
+    let policy = body
+        .get("propagationPolicy")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| p.get("propagationPolicy").cloned());
+    let orphan = body.get("orphanDependents").and_then(Value::as_bool) == Some(true) || flag(p, "orphanDependents");
+    let cascade = match policy.as_deref() {
+        Some("Orphan") => Cascade::Orphan,
+        Some("Background" | "Foreground") => Cascade::Background,
+        None if orphan => Cascade::Orphan,
+        None => Cascade::Background,
+        Some(other) => return Err(ApiError::bad_request(format!("unknown propagationPolicy: {other}"))),
+    };
+    let dry_run = p.get("dryRun").is_some_and(|d| d == "All")
+        || body
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|x| x == "All"));
+    Ok(DeleteOpts {
+        cascade,
+        uid: body.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_string),
+        resource_version: body
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        dry_run,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_parse() {
+        let t = parse_path("/api/v1/namespaces/default/configmaps/a").expect("ok");
+        assert_eq!((t.namespace.as_deref(), t.resource.as_deref(), t.name.as_deref()), (Some("default"), Some("configmaps"), Some("a")));
+        let t = parse_path("/api/v1/namespaces/default").expect("ok");
+        assert_eq!((t.resource.as_deref(), t.name.as_deref()), (Some("namespaces"), Some("default")));
+        let t = parse_path("/api/v1/namespaces/x/status").expect("ok");
+        assert_eq!((t.name.as_deref(), t.sub.as_deref()), (Some("x"), Some("status")));
+        let t = parse_path("/apis/flink.apache.org/v1beta1/namespaces/a/flinkdeployments/b/status").expect("ok");
+        assert_eq!(t.sub.as_deref(), Some("status"));
+        let t = parse_path("/apis/g.io/v1").expect("ok");
+        assert!(t.resource.is_none());
+        assert!(parse_path("/apis/g.io/v1/a/b/c/d").is_none());
+    }
+}

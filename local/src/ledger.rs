@@ -1,0 +1,491 @@
+//! The ledger: the oracle that says, after a run, how many records were emitted twice, how many
+//! never, and how many by the wrong color.
+//!
+//! Every simulated sink writes its emissions here. Two sink modes:
+//! [`SinkMode::AtLeastOnce`] makes every emission visible at once; [`SinkMode::Transactional`]
+//! keeps a job attempt's emissions pending until that attempt completes a checkpoint (or a
+//! stop-with-savepoint) and discards them when the attempt fails or is cancelled, like a
+//! two-phase-commit sink (Kafka transactions). Because the source is deterministic
+//! ([`SourceSpec`]), the ledger can enumerate every record that should have been emitted
+//! ([`Expectation`]) and so count losses, not only duplicates.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Mutex;
+
+use bluegreen_protocol::Color;
+
+use crate::flink::source::{RecordId, SourceSpec};
+
+/// How emissions become visible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SinkMode {
+    /// Every emission is visible immediately (duplicates after a restart are expected).
+    AtLeastOnce,
+    /// Emissions are visible once the emitting job attempt completes a checkpoint; a failure or
+    /// cancellation discards the uncommitted ones (two-phase commit).
+    #[default]
+    Transactional,
+}
+
+/// One record written by a sink.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Emission {
+    /// The source record.
+    pub record: RecordId,
+    /// Its key.
+    pub key: u64,
+    /// The running count of its key after this record (the operator's state).
+    pub count: u64,
+    /// Its event time.
+    pub event_time: i64,
+    /// The color of the gate that passed it (`None`: the job has no gate).
+    pub color: Option<Color>,
+    /// The emitting sink subtask.
+    pub subtask: u32,
+    /// The Flink job id of the emitting job.
+    pub job_id: String,
+    /// The job's attempt (0 at submission, +1 per restart).
+    pub attempt: u32,
+}
+
+/// A handover at W from one color to the other: from then on the outgoing color owns
+/// `t <= W`, the incoming one `t > W`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handover {
+    /// The toggle value W.
+    pub w: i64,
+    /// The incoming color (owns `t > W`).
+    pub to: Color,
+}
+
+/// What a run should have emitted.
+#[derive(Debug, Clone)]
+pub struct Expectation {
+    /// The topic the jobs read.
+    pub source: SourceSpec,
+    /// Every record with event time `<= horizon_ms` must have been emitted exactly once.
+    pub horizon_ms: i64,
+    /// The color that owns every record before any handover (`None`: do not check colors).
+    pub first_owner: Option<Color>,
+    /// Handovers in the order they happened (rising W).
+    pub handovers: Vec<Handover>,
+    /// Whether to check the running count in every emission against a replay of the source
+    /// (off when a fault changes the read order, e.g. a stopped split).
+    pub check_counts: bool,
+}
+
+impl Expectation {
+    /// Expect every record with event time `<= horizon_ms` once, from any color.
+    pub fn new(source: SourceSpec, horizon_ms: i64) -> Self {
+        Self {
+            source,
+            horizon_ms,
+            first_owner: None,
+            handovers: Vec::new(),
+            check_counts: true,
+        }
+    }
+
+    /// Checks colors: `first` owns everything before the first handover.
+    #[must_use]
+    pub fn owned_by(mut self, first: Color) -> Self {
+        self.first_owner = Some(first);
+        self
+    }
+
+    /// Adds a handover at `w` to `to`.
+    #[must_use]
+    pub fn handover(mut self, w: i64, to: Color) -> Self {
+        self.handovers.push(Handover { w, to });
+        self
+    }
+
+    /// Does not compare running counts (see [`Expectation::check_counts`]).
+    #[must_use]
+    pub fn without_count_check(mut self) -> Self {
+        self.check_counts = false;
+        self
+    }
+
+    /// The color that owns event time `t`, if colors are checked.
+    pub fn owner(&self, t: i64) -> Option<Color> {
+        let mut owner = self.first_owner?;
+        for h in &self.handovers {
+            if t > h.w {
+                owner = h.to;
+            }
+        }
+        Some(owner)
+    }
+}
+
+/// Counts for one color, or for all of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Visible emissions.
+    pub emissions: u64,
+    /// Distinct records among them.
+    pub distinct: u64,
+    /// Emissions beyond the first of the same record.
+    pub duplicates: u64,
+    /// Expected records (owned by this color, for a per-color count) never emitted by anyone.
+    pub losses: u64,
+    /// Emissions of a record owned by the other color.
+    pub wrong_color: u64,
+}
+
+/// The ledger's verdict on a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LedgerReport {
+    /// Records the expectation requires (event time `<= horizon`).
+    pub expected: u64,
+    /// All colors together. `duplicates` here also counts a record emitted once by each color.
+    pub total: Counts,
+    /// Per emitting color (`None`: ungated jobs).
+    pub per_color: BTreeMap<Option<Color>, Counts>,
+    /// Emissions whose running count differs from a replay of the source (restored state wrong).
+    pub count_mismatches: u64,
+    /// Emissions still pending in open transactions (not counted above).
+    pub pending: u64,
+    /// Up to 20 examples of problems, for failure messages.
+    pub examples: Vec<String>,
+}
+
+impl LedgerReport {
+    /// No duplicates, no losses, no wrong colors, no count mismatches.
+    pub fn is_exactly_once(&self) -> bool {
+        self.total.duplicates == 0
+            && self.total.losses == 0
+            && self.total.wrong_color == 0
+            && self.count_mismatches == 0
+    }
+
+    /// The counts of one color (zero if it emitted nothing and owned nothing).
+    pub fn color(&self, color: Option<Color>) -> Counts {
+        self.per_color.get(&color).copied().unwrap_or_default()
+    }
+}
+
+impl fmt::Display for LedgerReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.total;
+        write!(
+            f,
+            "expected {} | emitted {} ({} distinct) | duplicates {} | losses {} | wrong color {} | count mismatches {} | pending {}",
+            self.expected,
+            t.emissions,
+            t.distinct,
+            t.duplicates,
+            t.losses,
+            t.wrong_color,
+            self.count_mismatches,
+            self.pending
+        )?;
+        for (color, c) in &self.per_color {
+            let name = color.map_or("UNGATED", Color::as_str);
+            write!(
+                f,
+                "\n  {name}: emitted {} duplicates {} losses {} wrong color {}",
+                c.emissions, c.duplicates, c.losses, c.wrong_color
+            )?;
+        }
+        for e in &self.examples {
+            write!(f, "\n  - {e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A transaction: one attempt of one job.
+type TxnKey = (String, u32);
+
+/// The oracle. Shared by every simulated sink of a runner (`Arc<Ledger>`).
+#[derive(Debug, Default)]
+pub struct Ledger {
+    mode: SinkMode,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    visible: Vec<Emission>,
+    pending: HashMap<TxnKey, Vec<Emission>>,
+    discarded: u64,
+}
+
+impl Ledger {
+    /// An empty ledger with the given sink mode.
+    pub fn new(mode: SinkMode) -> Self {
+        Self {
+            mode,
+            inner: Mutex::default(),
+        }
+    }
+
+    /// The sink mode.
+    pub fn mode(&self) -> SinkMode {
+        self.mode
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves plain data behind; keep using it.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records one emission (visible at once, or pending in the attempt's transaction).
+    pub fn emit(&self, emission: Emission) {
+        let mut inner = self.lock();
+        match self.mode {
+            SinkMode::AtLeastOnce => inner.visible.push(emission),
+            SinkMode::Transactional => inner
+                .pending
+                .entry((emission.job_id.clone(), emission.attempt))
+                .or_default()
+                .push(emission),
+        }
+    }
+
+    /// Commits the pending emissions of one job attempt (its checkpoint completed). Returns how
+    /// many became visible.
+    pub fn commit(&self, job_id: &str, attempt: u32) -> usize {
+        let mut inner = self.lock();
+        let batch = inner
+            .pending
+            .remove(&(job_id.to_owned(), attempt))
+            .unwrap_or_default();
+        let n = batch.len();
+        inner.visible.extend(batch);
+        n
+    }
+
+    /// Discards the pending emissions of one job attempt (it failed or was cancelled).
+    pub fn abort(&self, job_id: &str, attempt: u32) -> usize {
+        let mut inner = self.lock();
+        let n = inner
+            .pending
+            .remove(&(job_id.to_owned(), attempt))
+            .map_or(0, |b| b.len());
+        inner.discarded += n as u64;
+        n
+    }
+
+    /// The visible emissions, in the order they became visible.
+    pub fn emissions(&self) -> Vec<Emission> {
+        self.lock().visible.clone()
+    }
+
+    /// Emissions waiting in open transactions.
+    pub fn pending(&self) -> u64 {
+        self.lock().pending.values().map(|b| b.len() as u64).sum()
+    }
+
+    /// Emissions discarded by aborted transactions so far.
+    pub fn discarded(&self) -> u64 {
+        self.lock().discarded
+    }
+
+    /// Judges the visible emissions against `expectation`.
+    pub fn report(&self, expectation: &Expectation) -> LedgerReport {
+        let emissions = self.emissions();
+        let mut report = LedgerReport {
+            pending: self.pending(),
+            ..LedgerReport::default()
+        };
+        let mut note = |report: &mut LedgerReport, msg: String| {
+            if report.examples.len() < 20 {
+                report.examples.push(msg);
+            }
+        };
+
+        // Emissions per record, overall and per color.
+        let mut seen: HashMap<RecordId, u64> = HashMap::new();
+        let mut seen_by_color: HashMap<(Option<Color>, RecordId), u64> = HashMap::new();
+        for e in &emissions {
+            let total = seen.entry(e.record).or_default();
+            *total += 1;
+            let by_color = seen_by_color.entry((e.color, e.record)).or_default();
+            *by_color += 1;
+            let counts = report.per_color.entry(e.color).or_default();
+            counts.emissions += 1;
+            if *by_color == 1 {
+                counts.distinct += 1;
+            } else {
+                counts.duplicates += 1;
+            }
+            if *total > 1 {
+                report.total.duplicates += 1;
+                note(
+                    &mut report,
+                    format!(
+                        "duplicate: {} (t={}) emission #{} by {:?} subtask {} job {} attempt {}",
+                        e.record, e.event_time, total, e.color, e.subtask, e.job_id, e.attempt
+                    ),
+                );
+            }
+            if let (Some(owner), Some(color)) = (expectation.owner(e.event_time), e.color)
+                && owner != color
+            {
+                counts.wrong_color += 1;
+                report.total.wrong_color += 1;
+                note(
+                    &mut report,
+                    format!(
+                        "wrong color: {} (t={}) emitted by {color}, owned by {owner}",
+                        e.record, e.event_time
+                    ),
+                );
+            }
+        }
+        report.total.emissions = emissions.len() as u64;
+        report.total.distinct = seen.len() as u64;
+
+        // Replay the source: losses up to the horizon, and the running count of every record.
+        let source = &expectation.source;
+        let replay_until = emissions
+            .iter()
+            .map(|e| source.arrival(e.record.split(), e.record.offset()))
+            .max()
+            .unwrap_or(i64::MIN)
+            .max(expectation.horizon_ms.saturating_add(source.max_delay_ms()));
+        let mut running: HashMap<u64, u64> = HashMap::new();
+        let mut expected_count: HashMap<RecordId, u64> = HashMap::new();
+        for r in source.records_arrived_by(replay_until) {
+            let c = running.entry(r.key).or_default();
+            *c += 1;
+            if expectation.check_counts {
+                expected_count.insert(r.id, *c);
+            }
+            if r.event_time > expectation.horizon_ms {
+                continue;
+            }
+            report.expected += 1;
+            if !seen.contains_key(&r.id) {
+                report.total.losses += 1;
+                let owner = expectation.owner(r.event_time);
+                if owner.is_some() {
+                    report.per_color.entry(owner).or_default().losses += 1;
+                }
+                note(
+                    &mut report,
+                    format!(
+                        "lost: {} (t={}, arrival={}, owner {owner:?})",
+                        r.id, r.event_time, r.arrival
+                    ),
+                );
+            }
+        }
+        if expectation.check_counts {
+            for e in &emissions {
+                if expected_count.get(&e.record) != Some(&e.count) {
+                    report.count_mismatches += 1;
+                    note(
+                        &mut report,
+                        format!(
+                            "count mismatch: {} key {} emitted count {}, replay says {:?}",
+                            e.record,
+                            e.key,
+                            e.count,
+                            expected_count.get(&e.record)
+                        ),
+                    );
+                }
+            }
+        }
+        report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source() -> SourceSpec {
+        SourceSpec {
+            splits: 2,
+            interval_ms: 100,
+            out_of_orderness_ms: 0,
+            ..SourceSpec::default()
+        }
+    }
+
+    /// Emits, with correct running counts, every record that arrives by `until`.
+    fn emit_all(ledger: &Ledger, spec: &SourceSpec, until: i64, color: Option<Color>) {
+        let mut running: HashMap<u64, u64> = HashMap::new();
+        for r in spec.records_arrived_by(until) {
+            let c = running.entry(r.key).or_default();
+            *c += 1;
+            ledger.emit(Emission {
+                record: r.id,
+                key: r.key,
+                count: *c,
+                event_time: r.event_time,
+                color,
+                subtask: 0,
+                job_id: "j".into(),
+                attempt: 0,
+            });
+        }
+    }
+
+    #[test]
+    fn a_complete_run_is_exactly_once() {
+        let spec = source();
+        let ledger = Ledger::new(SinkMode::AtLeastOnce);
+        let horizon = spec.start_ms + 10_000;
+        emit_all(&ledger, &spec, horizon, None);
+        let report = ledger.report(&Expectation::new(spec, horizon));
+        assert!(report.is_exactly_once(), "{report}");
+        assert_eq!(report.expected, 2 * 101);
+    }
+
+    #[test]
+    fn the_oracle_sees_duplicates_losses_wrong_colors_and_bad_counts() {
+        let spec = source();
+        let ledger = Ledger::new(SinkMode::AtLeastOnce);
+        let horizon = spec.start_ms + 10_000;
+        emit_all(&ledger, &spec, horizon - 1000, Some(Color::Blue));
+        emit_all(&ledger, &spec, horizon - 2000, Some(Color::Blue));
+        let expectation = Expectation::new(spec.clone(), horizon)
+            .owned_by(Color::Blue)
+            .handover(horizon - 5000, Color::Green);
+        let report = ledger.report(&expectation);
+        assert_eq!(report.total.duplicates, 2 * 81);
+        assert_eq!(report.total.losses, 2 * 10);
+        assert_eq!(report.color(Some(Color::Green)).losses, 2 * 10);
+        assert_eq!(report.total.wrong_color, 2 * 40 + 2 * 30);
+        assert!(!report.is_exactly_once());
+
+        let bad = Ledger::new(SinkMode::AtLeastOnce);
+        let r = spec.record(0, 3);
+        bad.emit(Emission {
+            record: r.id,
+            key: r.key,
+            count: 99,
+            event_time: r.event_time,
+            color: None,
+            subtask: 0,
+            job_id: "j".into(),
+            attempt: 0,
+        });
+        let report = bad.report(&Expectation::new(spec, i64::MIN));
+        assert_eq!(report.count_mismatches, 1, "{report}");
+    }
+
+    #[test]
+    fn transactional_emissions_are_visible_only_after_commit() {
+        let spec = source();
+        let ledger = Ledger::new(SinkMode::Transactional);
+        emit_all(&ledger, &spec, spec.start_ms + 1000, None);
+        assert!(ledger.emissions().is_empty());
+        assert_eq!(ledger.pending(), 22);
+        assert_eq!(ledger.commit("j", 0), 22);
+        assert_eq!(ledger.emissions().len(), 22);
+        emit_all(&ledger, &spec, spec.start_ms + 1000, None);
+        assert_eq!(ledger.abort("j", 0), 22);
+        assert_eq!(ledger.discarded(), 22);
+        assert_eq!(ledger.emissions().len(), 22);
+    }
+}
