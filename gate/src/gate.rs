@@ -1,0 +1,394 @@
+//! The per-subtask gate: one comparison per record against a cached [`Rule`].
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bluegreen_protocol::{Color, CoordinationState, Decision, Rule, WatermarkStage};
+
+use crate::error::Error;
+use crate::shared::{Published, SharedState};
+
+/// What a gate has applied, as reported to the controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct AppliedView {
+    pub state: Option<CoordinationState>,
+    pub stale: bool,
+}
+
+/// The part of a gate other threads read (metrics, snapshots). Written only by the gate's own
+/// thread, with plain relaxed stores (one writer, so no read-modify-write is needed). On its own
+/// cache lines so that gates on different threads never share one.
+#[derive(Debug)]
+#[repr(align(128))]
+pub(crate) struct GateCell {
+    pub color: Color,
+    pub passed: AtomicU64,
+    pub dropped: AtomicU64,
+    pub held: AtomicU64,
+    /// Meaningful when `passed > 0` or `restored` is set; `i64::MIN` otherwise.
+    pub max_passed: AtomicI64,
+    pub restored: AtomicU64,
+    /// Updated (under the lock: release) only when the gate applies a new generation, after
+    /// every store of `max_passed` made under the previous one.
+    pub applied: Mutex<AppliedView>,
+}
+
+impl GateCell {
+    fn new(color: Color) -> Self {
+        Self {
+            color,
+            passed: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            held: AtomicU64::new(0),
+            max_passed: AtomicI64::new(i64::MIN),
+            restored: AtomicU64::new(0),
+            applied: Mutex::new(AppliedView::default()),
+        }
+    }
+
+    pub fn snapshot(&self) -> GateSnapshot {
+        // Applied state first (acquire via the lock): every max_passed store made before the gate
+        // applied that state is visible below.
+        let applied = *self.applied.lock().unwrap_or_else(PoisonError::into_inner);
+        let passed = self.passed.load(Ordering::Relaxed);
+        let max = self.max_passed.load(Ordering::Relaxed);
+        let known = passed > 0 || self.restored.load(Ordering::Relaxed) != 0;
+        GateSnapshot {
+            color: self.color,
+            passed,
+            dropped: self.dropped.load(Ordering::Relaxed),
+            held: self.held.load(Ordering::Relaxed),
+            max_passed_event_time_ms: known.then_some(max),
+            applied: applied.state,
+            applied_while_stale: applied.stale,
+        }
+    }
+}
+
+/// A gate's progress, as the controller needs it (forwarded to Flink's metric system by the JVM
+/// bindings, and aggregated per color into `bluegreen_gate_*` Prometheus metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GateSnapshot {
+    /// The gate's color.
+    pub color: Color,
+    /// Records passed (emitted).
+    pub passed: u64,
+    /// Records dropped (owned by the other color).
+    pub dropped: u64,
+    /// HOLD decisions returned; a held record that is decided later by
+    /// [`Gate::decide_or_wait`] counts once here and once as passed or dropped.
+    pub held: u64,
+    /// The maximum event time passed (including one restored from a checkpoint with
+    /// [`Gate::restore_max_passed`]); `None` before the first.
+    pub max_passed_event_time_ms: Option<i64>,
+    /// The state the gate decides by (applied on its own thread); `None` before the first.
+    pub applied: Option<CoordinationState>,
+    /// Whether the gate applied that state flagged stale (it then holds during a transition).
+    pub applied_while_stale: bool,
+}
+
+impl GateSnapshot {
+    /// The applied epoch.
+    pub fn epoch(&self) -> Option<u64> {
+        self.applied.map(|s| s.epoch)
+    }
+
+    /// The applied watermark stage.
+    pub fn watermark_stage(&self) -> Option<WatermarkStage> {
+        self.applied.map(|s| s.toggle.stage())
+    }
+
+    /// The applied watermark toggle value W, if proposed or set.
+    pub fn watermark_ms(&self) -> Option<i64> {
+        self.applied.and_then(|s| s.toggle.value())
+    }
+}
+
+/// A read-only handle on a gate's progress, for another thread (a metric reporter) while the gate
+/// itself stays with its subtask.
+#[derive(Debug, Clone)]
+pub struct GateHandle(Arc<GateCell>);
+
+impl GateHandle {
+    /// The gate's progress now.
+    pub fn snapshot(&self) -> GateSnapshot {
+        self.0.snapshot()
+    }
+}
+
+/// The gate of one subtask: decides every record by its event time.
+///
+/// Create one per subtask with [`Gate::new`] from a process-wide [`SharedState`]. Deciding takes
+/// `&mut self`: a gate has exactly one writer (its subtask's thread), which is what makes its
+/// counters plain stores rather than atomic read-modify-writes. The hot path
+/// ([`decide`](Self::decide)) takes no lock, allocates nothing and makes no system call: one
+/// acquire load of the shared generation, one comparison, one or two relaxed stores.
+///
+/// Reported progress (see [`GateSnapshot::applied`]) changes only on the gate's thread, when it
+/// decides a record or calls [`refresh`](Self::refresh); an idle subtask should call `refresh` on
+/// a timer so that the controller sees it apply new states.
+#[derive(Debug)]
+pub struct Gate {
+    generation: u64,
+    rule: Rule,
+    passed: u64,
+    dropped: u64,
+    held: u64,
+    max_passed: i64,
+    cell: Arc<GateCell>,
+    shared: Arc<SharedState>,
+    color: Color,
+}
+
+impl Gate {
+    /// A gate of color `color` reading `shared`. It holds every record until `shared` has a
+    /// valid state.
+    pub fn new(color: Color, shared: Arc<SharedState>) -> Self {
+        let cell = Arc::new(GateCell::new(color));
+        shared.gates.register(&cell);
+        let mut gate = Self {
+            generation: u64::MAX,
+            rule: Rule::HOLD,
+            passed: 0,
+            dropped: 0,
+            held: 0,
+            max_passed: i64::MIN,
+            cell,
+            shared,
+            color,
+        };
+        gate.refresh();
+        gate
+    }
+
+    /// The gate's color.
+    pub fn color(&self) -> Color {
+        self.color
+    }
+
+    /// The shared state the gate reads.
+    pub fn shared(&self) -> &Arc<SharedState> {
+        &self.shared
+    }
+
+    /// Restores the maximum passed event time from the subtask's checkpoint (it must survive
+    /// restarts, see `docs/protocol.md`, "Confirming W"). Never lowers it.
+    pub fn restore_max_passed(&mut self, event_time_ms: i64) {
+        if event_time_ms > self.max_passed {
+            self.max_passed = event_time_ms;
+            self.cell.max_passed.store(event_time_ms, Ordering::Relaxed);
+        }
+        self.cell.restored.store(1, Ordering::Relaxed);
+    }
+
+    /// The decision for a record with event time `event_time_ms`, counted.
+    #[inline]
+    pub fn decide(&mut self, event_time_ms: i64) -> Decision {
+        self.sync();
+        let decision = self.rule.decide(event_time_ms);
+        self.record(decision, event_time_ms);
+        decision
+    }
+
+    /// Decides `event_times[i]` into `decisions[i]` for the first `min(len)` records and returns
+    /// how many it decided. The whole batch is decided under one state (checked once), and the
+    /// counters are published once: the form for bindings that cross an FFI boundary.
+    pub fn decide_batch(&mut self, event_times: &[i64], decisions: &mut [Decision]) -> usize {
+        self.sync();
+        let rule = self.rule;
+        let n = event_times.len().min(decisions.len());
+        let (mut passed, mut dropped, mut held) = (0_u64, 0_u64, 0_u64);
+        let mut max = self.max_passed;
+        for (&t, out) in event_times[..n].iter().zip(&mut decisions[..n]) {
+            let decision = rule.decide(t);
+            *out = decision;
+            match decision {
+                Decision::Pass => {
+                    passed += 1;
+                    max = max.max(t);
+                }
+                Decision::Drop => dropped += 1,
+                Decision::Hold => held += 1,
+            }
+        }
+        if passed > 0 {
+            self.passed += passed;
+            self.cell.passed.store(self.passed, Ordering::Relaxed);
+            if max > self.max_passed {
+                self.max_passed = max;
+                self.cell.max_passed.store(max, Ordering::Relaxed);
+            }
+        }
+        if dropped > 0 {
+            self.dropped += dropped;
+            self.cell.dropped.store(self.dropped, Ordering::Relaxed);
+        }
+        if held > 0 {
+            self.held += held;
+            self.cell.held.store(self.held, Ordering::Relaxed);
+        }
+        n
+    }
+
+    /// Like [`decide`](Self::decide), but on HOLD blocks the calling thread until a state arrives
+    /// under which the record is passed or dropped, for at most `timeout`. On timeout it returns
+    /// [`Error::HoldTimeout`]: fail the task (Flink restarts it from its checkpoint); never guess.
+    /// Do not call it on an async runtime's worker thread; use
+    /// [`decide_or_wait_async`](Self::decide_or_wait_async) there.
+    pub fn decide_or_wait(
+        &mut self,
+        event_time_ms: i64,
+        timeout: Duration,
+    ) -> Result<Decision, Error> {
+        let decision = self.decide(event_time_ms);
+        if decision != Decision::Hold {
+            return Ok(decision);
+        }
+        let start = Instant::now();
+        let deadline = start + timeout;
+        loop {
+            if !self.shared.changed_blocking(self.generation, deadline) {
+                return Err(self.hold_timeout(event_time_ms, start.elapsed()));
+            }
+            if let Some(decision) = self.retry_held(event_time_ms) {
+                return Ok(decision);
+            }
+        }
+    }
+
+    /// The async form of [`decide_or_wait`](Self::decide_or_wait) (needs a Tokio runtime with
+    /// timers for the timeout).
+    pub async fn decide_or_wait_async(
+        &mut self,
+        event_time_ms: i64,
+        timeout: Duration,
+    ) -> Result<Decision, Error> {
+        let decision = self.decide(event_time_ms);
+        if decision != Decision::Hold {
+            return Ok(decision);
+        }
+        let start = tokio::time::Instant::now();
+        let deadline = start + timeout;
+        loop {
+            let shared = Arc::clone(&self.shared);
+            if tokio::time::timeout_at(deadline, shared.changed(self.generation))
+                .await
+                .is_err()
+            {
+                return Err(self.hold_timeout(event_time_ms, start.elapsed()));
+            }
+            if let Some(decision) = self.retry_held(event_time_ms) {
+                return Ok(decision);
+            }
+        }
+    }
+
+    /// Applies the newest state now, without deciding a record; returns whether it changed the
+    /// gate's rule or reported state. Call it from a timer on idle subtasks.
+    pub fn refresh(&mut self) -> bool {
+        if self.shared.generation() == self.generation {
+            return false;
+        }
+        self.apply(&self.shared.published());
+        true
+    }
+
+    /// The rule the gate decides by (as of its last refresh).
+    pub fn rule(&self) -> Rule {
+        self.rule
+    }
+
+    /// The gate's progress now.
+    pub fn snapshot(&self) -> GateSnapshot {
+        self.cell.snapshot()
+    }
+
+    /// A handle that reads this gate's progress from another thread.
+    pub fn handle(&self) -> GateHandle {
+        GateHandle(Arc::clone(&self.cell))
+    }
+
+    /// Re-decides a held record after a state change, counting only a final decision.
+    fn retry_held(&mut self, event_time_ms: i64) -> Option<Decision> {
+        self.sync();
+        let decision = self.rule.decide(event_time_ms);
+        (decision != Decision::Hold).then(|| {
+            self.record(decision, event_time_ms);
+            decision
+        })
+    }
+
+    fn hold_timeout(&self, event_time_ms: i64, waited: Duration) -> Error {
+        let published = self.shared.published();
+        let state = match published.state {
+            None => "no valid coordination state yet".to_owned(),
+            Some(s) if published.stale => format!("{s} (stale)"),
+            Some(s) => s.to_string(),
+        };
+        Error::HoldTimeout {
+            color: self.color,
+            event_time_ms,
+            waited,
+            state,
+        }
+    }
+
+    #[inline]
+    fn sync(&mut self) {
+        if self.shared.generation() != self.generation {
+            self.refresh_cold();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refresh_cold(&mut self) {
+        self.apply(&self.shared.published());
+    }
+
+    fn apply(&mut self, published: &Published) {
+        self.rule = published.rule(self.color);
+        // The published value's own generation, not the one we loaded: if it is older, the next
+        // record sees the mismatch again and reloads.
+        self.generation = published.generation;
+        *self
+            .cell
+            .applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = AppliedView {
+            state: published.state,
+            stale: published.stale,
+        };
+    }
+
+    #[inline]
+    fn record(&mut self, decision: Decision, event_time_ms: i64) {
+        match decision {
+            Decision::Pass => {
+                self.passed += 1;
+                self.cell.passed.store(self.passed, Ordering::Relaxed);
+                if event_time_ms > self.max_passed {
+                    self.max_passed = event_time_ms;
+                    self.cell.max_passed.store(event_time_ms, Ordering::Relaxed);
+                }
+            }
+            Decision::Drop => {
+                self.dropped += 1;
+                self.cell.dropped.store(self.dropped, Ordering::Relaxed);
+            }
+            Decision::Hold => {
+                self.held += 1;
+                self.cell.held.store(self.held, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl Drop for Gate {
+    /// Folds the gate's counters into its color's totals, so the per-color counters never go
+    /// down when a subtask ends.
+    fn drop(&mut self) {
+        self.shared.gates.retire(&self.cell);
+    }
+}

@@ -1,0 +1,497 @@
+//! Unit tests: update ordering, hold/wait, counters, metrics and watch-event handling.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bluegreen_protocol::{Color, CoordinationState, Decision, Stage, Toggle, keys};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::runtime::watcher::Event;
+
+use crate::source::EventHandler;
+use crate::{Applied, Error, Gate, SharedState, StateOptions};
+
+const W: i64 = 1_000;
+
+fn state(epoch: u64, stage: Stage, active: Color, toggle: Toggle) -> CoordinationState {
+    CoordinationState {
+        active,
+        deletion_delay_ms: 0,
+        stage,
+        toggle,
+        epoch,
+    }
+}
+
+fn running(epoch: u64, active: Color) -> CoordinationState {
+    state(epoch, Stage::Running, active, Toggle::NotSet)
+}
+
+fn shared() -> Arc<SharedState> {
+    SharedState::new(StateOptions {
+        max_staleness: None,
+    })
+}
+
+fn rejected(shared: &SharedState, kind: &str) -> u64 {
+    shared
+        .stats()
+        .updates_rejected
+        .get(kind)
+        .copied()
+        .unwrap_or(0)
+}
+
+#[test]
+fn holds_until_the_first_state_then_follows_the_rule() {
+    let shared = shared();
+    let mut blue = Gate::new(Color::Blue, shared.clone());
+    let mut green = Gate::new(Color::Green, shared.clone());
+    assert_eq!(blue.decide(0), Decision::Hold);
+    assert_eq!(green.decide(0), Decision::Hold);
+    assert_eq!(blue.snapshot().applied, None);
+
+    assert_eq!(shared.offer(running(3, Color::Blue)), Ok(Applied::First));
+    assert_eq!(blue.decide(0), Decision::Pass);
+    assert_eq!(green.decide(0), Decision::Drop);
+    assert_eq!(blue.snapshot().epoch(), Some(3));
+
+    let set = state(4, Stage::Transitioning, Color::Green, Toggle::Set(W));
+    assert_eq!(shared.offer(set), Ok(Applied::Advanced));
+    for t in [i64::MIN, W - 1, W, W + 1, i64::MAX] {
+        let (b, g) = (blue.decide(t), green.decide(t));
+        assert_ne!(b, g, "exactly one color passes t={t}");
+        assert_eq!(
+            b == Decision::Pass,
+            t <= W,
+            "W itself goes to the outgoing color"
+        );
+    }
+}
+
+#[test]
+fn stale_epoch_is_refused_and_the_last_good_state_kept() {
+    let shared = shared();
+    let mut gate = Gate::new(Color::Green, shared.clone());
+    shared.offer(running(5, Color::Green)).expect("first state");
+    let error = shared
+        .offer(running(4, Color::Blue))
+        .expect_err("older epoch");
+    assert_eq!(error.kind(), "StaleEpoch");
+    assert_eq!(error.key(), keys::EPOCH);
+    assert_eq!(shared.current(), Some(running(5, Color::Green)));
+    assert_eq!(gate.decide(7), Decision::Pass);
+    assert_eq!(rejected(&shared, "StaleEpoch"), 1);
+}
+
+#[test]
+fn duplicate_event_is_unchanged_and_does_not_invalidate_gates() {
+    let shared = shared();
+    let s = state(2, Stage::Transitioning, Color::Green, Toggle::Proposed(W));
+    assert_eq!(shared.offer(s), Ok(Applied::First));
+    let generation = shared.generation();
+    assert_eq!(shared.offer(s), Ok(Applied::Unchanged));
+    assert_eq!(shared.generation(), generation);
+    let stats = shared.stats();
+    assert_eq!((stats.updates_applied, stats.updates_unchanged), (1, 1));
+    assert_eq!(stats.rejected_total(), 0);
+}
+
+#[test]
+fn out_of_order_delivery_keeps_the_newer_state() {
+    let shared = shared();
+    let mut blue = Gate::new(Color::Blue, shared.clone());
+    let proposed = state(2, Stage::Transitioning, Color::Green, Toggle::Proposed(W));
+    let set = state(2, Stage::Transitioning, Color::Green, Toggle::Set(W));
+    let not_set = state(2, Stage::Transitioning, Color::Green, Toggle::NotSet);
+    shared.offer(set).expect("first");
+    for late in [proposed, not_set] {
+        let error = shared.offer(late).expect_err("behind the current state");
+        assert_eq!(error.kind(), "IllegalTransition");
+    }
+    assert_eq!(shared.current(), Some(set));
+    assert_eq!(
+        blue.decide(W + 1),
+        Decision::Drop,
+        "W is set: no hold above it"
+    );
+    assert_eq!(rejected(&shared, "IllegalTransition"), 2);
+}
+
+#[test]
+fn skipped_intermediate_states_are_accepted() {
+    let shared = shared();
+    shared.offer(running(1, Color::Blue)).expect("first");
+    // The gate missed epoch 2's TRANSITIONING and PROPOSED states (a coalesced watch).
+    let set = state(2, Stage::Transitioning, Color::Green, Toggle::Set(W));
+    assert_eq!(shared.offer(set), Ok(Applied::Advanced));
+    // And then a whole epoch.
+    assert_eq!(shared.offer(running(4, Color::Blue)), Ok(Applied::Advanced));
+}
+
+#[test]
+fn invalid_value_then_valid_value() {
+    let shared = shared();
+    let mut gate = Gate::new(Color::Blue, shared.clone());
+    shared.offer(running(1, Color::Blue)).expect("first");
+    let mut data = running(1, Color::Blue).to_data();
+    data.insert(keys::STAGE.to_owned(), "running".to_owned());
+    let error = shared.offer_data(&data).expect_err("misspelled stage");
+    assert_eq!((error.kind(), error.key()), ("InvalidValue", keys::STAGE));
+    assert_eq!(gate.decide(1), Decision::Pass, "last good state kept");
+
+    let next = state(2, Stage::Transitioning, Color::Green, Toggle::NotSet);
+    assert_eq!(shared.offer_data(&next.to_data()), Ok(Applied::Advanced));
+    assert_eq!(gate.decide(1), Decision::Pass);
+    assert_eq!(
+        Gate::new(Color::Green, shared.clone()).decide(1),
+        Decision::Hold
+    );
+    assert_eq!(rejected(&shared, "InvalidValue"), 1);
+}
+
+#[test]
+fn an_invalid_first_state_leaves_gates_holding() {
+    let shared = shared();
+    let mut gate = Gate::new(Color::Blue, shared.clone());
+    let bad = state(1, Stage::Running, Color::Blue, Toggle::Set(W));
+    assert_eq!(shared.offer(bad).map_err(|e| e.kind()), Err("Inconsistent"));
+    assert_eq!(
+        shared.offer_data(&BTreeMap::new()).map_err(|e| e.kind()),
+        Err("MissingKey")
+    );
+    assert_eq!(gate.decide(0), Decision::Hold);
+}
+
+#[test]
+fn staleness_holds_during_a_transition_only() {
+    let shared = SharedState::new(StateOptions {
+        max_staleness: Some(Duration::from_millis(20)),
+    });
+    let mut blue = Gate::new(Color::Blue, shared.clone());
+    shared.offer(running(1, Color::Blue)).expect("first");
+    std::thread::sleep(Duration::from_millis(40));
+    assert!(shared.check_staleness());
+    assert_eq!(
+        blue.decide(0),
+        Decision::Pass,
+        "steady state ignores staleness"
+    );
+
+    let transitioning = state(2, Stage::Transitioning, Color::Green, Toggle::NotSet);
+    shared.offer(transitioning).expect("step");
+    assert!(!shared.is_stale());
+    assert_eq!(blue.decide(0), Decision::Pass);
+    std::thread::sleep(Duration::from_millis(40));
+    assert!(shared.check_staleness());
+    assert_eq!(blue.decide(0), Decision::Hold, "stale during a transition");
+    assert!(blue.snapshot().applied_while_stale);
+    // A re-read of the same state confirms it.
+    assert_eq!(shared.offer(transitioning), Ok(Applied::Unchanged));
+    assert_eq!(blue.decide(0), Decision::Pass);
+    std::thread::sleep(Duration::from_millis(40));
+    assert!(shared.check_staleness());
+    shared.mark_confirmed();
+    assert_eq!(blue.decide(0), Decision::Pass);
+}
+
+#[test]
+fn decide_or_wait_blocks_until_a_deciding_state() {
+    let shared = shared();
+    let mut green = Gate::new(Color::Green, shared.clone());
+    shared
+        .offer(state(
+            2,
+            Stage::Transitioning,
+            Color::Green,
+            Toggle::Proposed(W),
+        ))
+        .expect("first");
+    let feeder = {
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            // A raise of W is not enough for the incoming color; setting it is.
+            shared
+                .offer(state(
+                    2,
+                    Stage::Transitioning,
+                    Color::Green,
+                    Toggle::Proposed(W + 5),
+                ))
+                .expect("raise");
+            std::thread::sleep(Duration::from_millis(30));
+            shared
+                .offer(state(
+                    2,
+                    Stage::Transitioning,
+                    Color::Green,
+                    Toggle::Set(W + 5),
+                ))
+                .expect("set");
+        })
+    };
+    let decision = green.decide_or_wait(W + 6, Duration::from_secs(10));
+    feeder.join().expect("feeder thread");
+    assert_eq!(
+        decision.expect("decided before the timeout"),
+        Decision::Pass
+    );
+    let snapshot = green.snapshot();
+    assert_eq!((snapshot.passed, snapshot.held), (1, 1));
+    assert_eq!(snapshot.max_passed_event_time_ms, Some(W + 6));
+}
+
+#[test]
+fn decide_or_wait_times_out_with_an_error() {
+    let shared = shared();
+    let mut gate = Gate::new(Color::Blue, shared);
+    let error = gate
+        .decide_or_wait(42, Duration::from_millis(20))
+        .expect_err("no state ever arrives");
+    assert!(matches!(
+        error,
+        Error::HoldTimeout {
+            color: Color::Blue,
+            event_time_ms: 42,
+            ..
+        }
+    ));
+    assert!(
+        error
+            .to_string()
+            .contains("no valid coordination state yet")
+    );
+}
+
+#[tokio::test]
+async fn decide_or_wait_async_waits_and_times_out() {
+    let shared = shared();
+    let mut gate = Gate::new(Color::Blue, shared.clone());
+    let timeout = gate
+        .decide_or_wait_async(1, Duration::from_millis(20))
+        .await;
+    assert!(matches!(timeout, Err(Error::HoldTimeout { .. })));
+
+    let feeder = {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            shared.offer(running(1, Color::Green)).expect("first");
+        })
+    };
+    let decision = gate
+        .decide_or_wait_async(1, Duration::from_secs(10))
+        .await
+        .expect("decided");
+    feeder.await.expect("feeder task");
+    assert_eq!(decision, Decision::Drop);
+}
+
+#[test]
+fn counters_batch_and_restore() {
+    let shared = shared();
+    shared
+        .offer(state(
+            2,
+            Stage::Transitioning,
+            Color::Green,
+            Toggle::Proposed(W),
+        ))
+        .expect("first");
+    let mut blue = Gate::new(Color::Blue, shared.clone());
+    let times = [W - 10, W, W + 1, 5, W + 100];
+    let one_by_one: Vec<Decision> = times.iter().map(|&t| blue.decide(t)).collect();
+    let mut batch_gate = Gate::new(Color::Blue, shared.clone());
+    let mut batch = [Decision::Hold; 5];
+    assert_eq!(batch_gate.decide_batch(&times, &mut batch), 5);
+    assert_eq!(one_by_one, batch);
+    for snapshot in [blue.snapshot(), batch_gate.snapshot()] {
+        assert_eq!(
+            (snapshot.passed, snapshot.dropped, snapshot.held),
+            (3, 0, 2)
+        );
+        assert_eq!(snapshot.max_passed_event_time_ms, Some(W));
+        assert_eq!(snapshot.watermark_ms(), Some(W));
+    }
+    // Shorter output: decides only what fits.
+    assert_eq!(batch_gate.decide_batch(&times, &mut batch[..2]), 2);
+
+    let mut restored = Gate::new(Color::Blue, shared.clone());
+    assert_eq!(restored.snapshot().max_passed_event_time_ms, None);
+    restored.restore_max_passed(W + 7);
+    restored.decide(3);
+    assert_eq!(restored.snapshot().max_passed_event_time_ms, Some(W + 7));
+    assert_eq!(restored.handle().snapshot(), restored.snapshot());
+}
+
+#[test]
+fn idle_gates_report_new_states_after_refresh() {
+    let shared = shared();
+    let mut gate = Gate::new(Color::Blue, shared.clone());
+    shared.offer(running(1, Color::Blue)).expect("first");
+    assert_eq!(
+        gate.snapshot().applied,
+        None,
+        "applied only on the gate's thread"
+    );
+    assert!(gate.refresh());
+    assert!(!gate.refresh());
+    assert_eq!(gate.snapshot().epoch(), Some(1));
+}
+
+#[test]
+fn metrics_aggregate_per_color() {
+    let shared = shared();
+    let registry = prometheus::Registry::new();
+    shared.register_metrics(&registry).expect("register");
+    assert!(
+        matches!(shared.register_metrics(&registry), Err(Error::Metrics(_))),
+        "duplicate registration is an error"
+    );
+    shared
+        .offer(state(2, Stage::Transitioning, Color::Green, Toggle::NotSet))
+        .expect("first");
+    let mut a = Gate::new(Color::Blue, shared.clone());
+    let mut b = Gate::new(Color::Blue, shared.clone());
+    let mut g = Gate::new(Color::Green, shared.clone());
+    a.decide(10);
+    b.decide(30);
+    g.decide(5);
+    shared
+        .offer(state(
+            2,
+            Stage::Transitioning,
+            Color::Green,
+            Toggle::Proposed(W),
+        ))
+        .expect("propose");
+    a.decide(20); // a applied the proposal; b did not yet.
+    let _ = shared.offer(running(1, Color::Blue)); // rejected: StaleEpoch
+
+    let text = gather(&registry);
+    for line in [
+        "bluegreen_gate_records_passed_total{color=\"BLUE\"} 3",
+        "bluegreen_gate_records_held_total{color=\"GREEN\"} 1",
+        "bluegreen_gate_max_passed_event_time_ms{color=\"BLUE\"} 30",
+        "bluegreen_gate_applied_epoch{color=\"BLUE\"} 2",
+        "bluegreen_gate_applied_watermark_stage{color=\"BLUE\"} 0",
+        "bluegreen_gate_gates{color=\"BLUE\"} 2",
+        "bluegreen_gate_source_updates_applied_total 2",
+        "bluegreen_gate_source_updates_rejected_total{kind=\"StaleEpoch\"} 1",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    b.refresh();
+    let text = gather(&registry);
+    assert!(text.contains("bluegreen_gate_applied_watermark_stage{color=\"BLUE\"} 1"));
+    assert!(text.contains("bluegreen_gate_applied_watermark_ms{color=\"BLUE\"} 1000"));
+    assert!(!text.contains("bluegreen_gate_max_passed_event_time_ms{color=\"GREEN\"}"));
+
+    drop(b);
+    let text = gather(&registry);
+    assert!(
+        text.contains("bluegreen_gate_records_passed_total{color=\"BLUE\"} 3"),
+        "ended gates still count"
+    );
+    assert!(text.contains("bluegreen_gate_max_passed_event_time_ms{color=\"BLUE\"} 30"));
+    assert!(text.contains("bluegreen_gate_gates{color=\"BLUE\"} 1"));
+    assert_eq!(shared.aggregates()[0].passed, 3);
+}
+
+fn gather(registry: &prometheus::Registry) -> String {
+    prometheus::TextEncoder::new()
+        .encode_to_string(&registry.gather())
+        .expect("text encoding")
+}
+
+fn configmap(name: &str, resource_version: u64, state: &CoordinationState) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            resource_version: Some(resource_version.to_string()),
+            ..ObjectMeta::default()
+        },
+        data: Some(state.to_data()),
+        ..ConfigMap::default()
+    }
+}
+
+#[test]
+fn watch_events_feed_the_state_and_deletion_keeps_it() {
+    let shared = shared();
+    let mut handler = EventHandler::new(shared.clone(), "orders-bluegreen".to_owned());
+    let first = running(1, Color::Blue);
+    let next = state(2, Stage::Transitioning, Color::Green, Toggle::NotSet);
+    handler.handle(Ok(Event::Init));
+    handler.handle(Ok(Event::InitApply(configmap(
+        "orders-bluegreen",
+        10,
+        &first,
+    ))));
+    handler.handle(Ok(Event::InitDone));
+    assert_eq!(shared.current(), Some(first));
+    handler.handle(Ok(Event::Apply(configmap("other", 11, &next))));
+    assert_eq!(
+        shared.current(),
+        Some(first),
+        "another object is never applied"
+    );
+    handler.handle(Ok(Event::Apply(configmap("orders-bluegreen", 12, &next))));
+    assert_eq!(shared.current(), Some(next));
+    // A probe overtook the watch: the older watch event is skipped, not refused.
+    let proposed = state(2, Stage::Transitioning, Color::Green, Toggle::Proposed(W));
+    handler.handle_probe(Ok(Some(configmap("orders-bluegreen", 20, &proposed))));
+    handler.handle(Ok(Event::Apply(configmap("orders-bluegreen", 15, &next))));
+    assert_eq!(shared.current(), Some(proposed));
+    assert_eq!(shared.stats().superseded, 1);
+    assert_eq!(shared.stats().rejected_total(), 0);
+
+    handler.handle(Ok(Event::Delete(configmap(
+        "orders-bluegreen",
+        21,
+        &proposed,
+    ))));
+    handler.handle_probe(Ok(None));
+    // A re-list that finds nothing.
+    handler.handle(Ok(Event::Init));
+    handler.handle(Ok(Event::InitDone));
+    assert_eq!(
+        shared.current(),
+        Some(proposed),
+        "deletion keeps the last good state"
+    );
+    let stats = shared.stats();
+    assert_eq!((stats.deletions, stats.watch_restarts), (3, 1));
+
+    handler.handle(Err(kube::runtime::watcher::Error::NoResourceVersion));
+    assert_eq!(shared.stats().watch_errors, 1);
+    // A re-created ConfigMap with a legal successor is applied.
+    let set = state(2, Stage::Transitioning, Color::Green, Toggle::Set(W));
+    handler.handle(Ok(Event::Init));
+    handler.handle(Ok(Event::InitApply(configmap(
+        "orders-bluegreen",
+        30,
+        &set,
+    ))));
+    handler.handle(Ok(Event::InitDone));
+    assert_eq!(shared.current(), Some(set));
+    assert_eq!(shared.stats().deletions, 3);
+}
+
+#[test]
+fn watch_event_with_bad_data_is_refused() {
+    let shared = shared();
+    let mut handler = EventHandler::new(shared.clone(), "x".to_owned());
+    let mut cm = configmap("x", 1, &running(1, Color::Blue));
+    handler.handle(Ok(Event::Apply(cm.clone())));
+    cm.data
+        .as_mut()
+        .expect("data")
+        .insert(keys::PROTOCOL_VERSION.to_owned(), "2".to_owned());
+    cm.metadata.resource_version = Some("2".to_owned());
+    handler.handle(Ok(Event::Apply(cm)));
+    assert_eq!(rejected(&shared, "UnsupportedVersion"), 1);
+    assert_eq!(shared.current(), Some(running(1, Color::Blue)));
+}
