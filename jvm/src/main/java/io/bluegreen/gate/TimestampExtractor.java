@@ -18,8 +18,17 @@ public interface TimestampExtractor<T> extends Serializable {
      */
     Long eventTime(T record, Long contextTimestamp);
 
-    /** The record's Flink timestamp. */
+    /**
+     * The record's Flink timestamp; {@code Long.MIN_VALUE} counts as <b>no timestamp</b>, because
+     * Flink uses it as its "no timestamp" marker ({@code TimestampAssigner.NO_TIMESTAMP}: a FLIP-27
+     * source without a timestamp assigner stamps every record with it). The default.
+     */
     static <T> TimestampExtractor<T> fromContext() {
+        return (record, ts) -> ts == null || ts == Long.MIN_VALUE ? null : ts;
+    }
+
+    /** The record's Flink timestamp as is, {@code Long.MIN_VALUE} included (an event time {@code <= W} for every W). */
+    static <T> TimestampExtractor<T> fromContextRaw() {
         return (record, ts) -> ts;
     }
 }

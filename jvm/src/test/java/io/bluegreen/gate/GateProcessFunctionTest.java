@@ -86,6 +86,8 @@ final class GateProcessFunctionTest {
         test("gate: with W set the outgoing color owns t <= W (W included), the incoming t > W", () -> {
             Rig blue = new Rig(BLUE).start();
             Rig green = new Rig(GREEN).start();
+            blue.fn.withTimestampExtractor(TimestampExtractor.fromContextRaw()); // Long.MIN_VALUE is an event time here
+            green.fn.withTimestampExtractor(TimestampExtractor.fromContextRaw());
             CoordinationState set = st(4, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, 100, GREEN);
             blue.ch.publish(set);
             green.ch.publish(set);
@@ -181,6 +183,13 @@ final class GateProcessFunctionTest {
             r.ch.publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
             MissingTimestampException e = expectThrows(MissingTimestampException.class, () -> r.send("x", null));
             check(e.getMessage().contains("treatMissingTimestampAs"), e.getMessage());
+        });
+        test("gate: the default extractor treats Flink's NO_TIMESTAMP (Long.MIN_VALUE) as missing", () -> {
+            Rig r = new Rig(BLUE).start();
+            r.ch.publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+            expectThrows(MissingTimestampException.class, () -> r.send("x", Long.MIN_VALUE));
+            r.send("y", Long.MIN_VALUE + 1);
+            checkEq(List.of("y"), r.out.items, "MIN+1 is an ordinary event time");
         });
         test("gate: records without a timestamp are emitted once with treatMissingTimestampAs", () -> {
             Rig blue = new Rig(BLUE).start();

@@ -1,2 +1,254 @@
 package io.bluegreen.gate;
-final class HandoverJobTest { static void register() {} }
+
+import static io.bluegreen.gate.Color.BLUE;
+import static io.bluegreen.gate.Color.GREEN;
+import static io.bluegreen.gate.TestRunner.check;
+import static io.bluegreen.gate.TestRunner.checkEq;
+import static io.bluegreen.gate.TestRunner.findCause;
+import static io.bluegreen.gate.TestRunner.test;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.function.Consumer;
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+/**
+ * Real Flink jobs on a local MiniCluster: a blue job and a green job, each with a
+ * GateProcessFunction before its sink, fed one sequence of coordination states by a test that plays
+ * the controller (reading the gates' metrics through Flink's REST API, as the real controller
+ * does); the oracle then checks that both outputs together hold every id exactly once.
+ */
+final class HandoverJobTest {
+    private HandoverJobTest() {}
+
+    private static final AtomicInteger SEQ = new AtomicInteger();
+    static final int P = 2;
+
+    static CoordinationState st(long epoch, Stage stage, WatermarkStage ws, long w, Color active) {
+        return CoordinationState.of(epoch, active, stage, ws, w, 1000);
+    }
+
+    interface Check {
+        boolean ok() throws Exception;
+    }
+
+    static void waitFor(Check c, long timeoutMs, String what) throws Exception {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (!c.ok()) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new AssertionError("timed out (" + timeoutMs + " ms) waiting for " + what);
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    static long field(String line, String name) {
+        for (String part : line.split(" ")) {
+            if (part.startsWith(name + "=")) {
+                return Long.parseLong(part.substring(name.length() + 1));
+            }
+        }
+        throw new IllegalArgumentException(name + " not in " + line);
+    }
+
+    /**
+     * The whole handover, the test acting as the controller of docs/protocol.md: W is proposed at
+     * blue's max passed event time + {@code proposalOffsetMs} (0 makes raising W likely). Returns a
+     * summary line.
+     */
+    static String handover(int n, boolean viaSidecar, long proposalOffsetMs) throws Exception {
+        String run = "handover-" + SEQ.incrementAndGet();
+        FakeSidecar sidecar = viaSidecar ? new FakeSidecar() : null;
+        try {
+            StateSource source = viaSidecar
+                    ? new SidecarStateSource(sidecar.uri(), Duration.ofSeconds(5))
+                    : new ManualStateSource(run);
+            Consumer<CoordinationState> publish = viaSidecar ? sidecar::publish : ManualStateSource.channel(run)::publish;
+            AtomicIntegerArray blueOut = HandoverJob.Recorder.create(run + "/blue", n);
+            AtomicIntegerArray greenOut = HandoverJob.Recorder.create(run + "/green", n);
+            LocalFlink flink = LocalFlink.shared();
+
+            publish.accept(CoordinationState.initial(BLUE, 1000));
+            publish.accept(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+            StreamExecutionEnvironment envB = HandoverJob.env(P);
+            // Blue is paced (~5 s for 200k ids) so that the handover happens mid-stream.
+            HandoverJob.build(envB, n, Math.max(1, n / 10_000), HandoverJob.Stage.GATE,
+                    new GateProcessFunction<Long>(BLUE, source).withHoldTimeout(Duration.ofSeconds(60)), run + "/blue");
+            JobID blue = flink.submit(envB, run + "-blue");
+            JobID green = null;
+            try {
+                waitFor(() -> {
+                    try {
+                        flink.vertex(blue, "bluegreen-gate");
+                        return true;
+                    } catch (IllegalStateException e) {
+                        return false;
+                    }
+                }, 30_000, "blue's job graph");
+                String bv = flink.vertex(blue, "bluegreen-gate");
+                waitFor(() -> {
+                    List<String> passed = flink.subtaskMetric(blue, bv, P, GateProcessFunction.METRIC_PASSED);
+                    return passed != null && passed.stream().mapToLong(Long::parseLong).sum() >= n / 4;
+                }, 60_000, "blue to pass a quarter of the ids");
+
+                // Epoch 1: hand over to green.
+                publish.accept(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
+                StreamExecutionEnvironment envG = HandoverJob.env(P);
+                HandoverJob.build(envG, n, 0, HandoverJob.Stage.GATE,
+                        new GateProcessFunction<Long>(GREEN, source).withHoldTimeout(Duration.ofSeconds(60)), run + "/green");
+                green = flink.submit(envG, run + "-green");
+
+                // Propose W: blue's progress (max passed event time) plus an offset.
+                List<String> maxes = flink.subtaskMetric(blue, bv, P, GateProcessFunction.METRIC_MAX_PASSED);
+                long w = maxes.stream().mapToLong(Long::parseLong).max().getAsLong() + proposalOffsetMs;
+                publish.accept(st(1, Stage.TRANSITIONING, WatermarkStage.WAITING_FOR_WATERMARK, w, GREEN));
+                // Confirm W: every blue gate reports the proposed state and its max passed event time
+                // in one line (bluegreenGateAppliedState); raise W above a larger maximum.
+                int raised = 0;
+                while (true) {
+                    long want = w;
+                    long[] max = new long[1];
+                    waitFor(() -> {
+                        List<String> lines = flink.subtaskMetric(blue, bv, P, GateProcessFunction.METRIC_APPLIED_STATE);
+                        if (lines == null) {
+                            return false;
+                        }
+                        long m = Long.MIN_VALUE;
+                        for (String l : lines) {
+                            if (!l.startsWith("epoch=1 ") || !l.contains(" watermark-stage=1 toggle=" + want + " ")) {
+                                return false;
+                            }
+                            m = Math.max(m, field(l, "max-passed"));
+                        }
+                        max[0] = m;
+                        return true;
+                    }, 30_000, "every blue gate to apply W=" + want);
+                    if (max[0] <= w) {
+                        break;
+                    }
+                    w = max[0];
+                    raised++;
+                    publish.accept(st(1, Stage.TRANSITIONING, WatermarkStage.WAITING_FOR_WATERMARK, w, GREEN));
+                }
+                publish.accept(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, w, GREEN));
+
+                Throwable blueErr = flink.await(blue, 120_000);
+                Throwable greenErr = flink.await(green, 120_000);
+                if (blueErr != null || greenErr != null) {
+                    throw new AssertionError("jobs failed: blue=" + blueErr + " green=" + greenErr, blueErr != null ? blueErr : greenErr);
+                }
+                publish.accept(st(1, Stage.CLEAR_TO_TEARDOWN, WatermarkStage.WATERMARK_SET, w, GREEN));
+                publish.accept(st(1, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
+
+                HandoverJob.Verdict v = new HandoverJob.Verdict(blueOut, greenOut);
+                check(v.exactlyOnce(), "exactly once violated: " + v);
+                check(v.blue >= n / 4 && v.green >= n / 20, "both colors emitted a real share: " + v);
+                for (int id = 0; id < n; id++) {
+                    long t = HandoverJob.eventTime(id);
+                    if (blueOut.get(id) == 1) {
+                        check(t <= w, "blue emitted id " + id + " with t=" + t + " > W=" + w);
+                    } else {
+                        check(t > w, "green emitted id " + id + " with t=" + t + " <= W=" + w);
+                    }
+                }
+                return n + " ids, W=" + (w - HandoverJob.BASE) + " (+base), W raised " + raised + " time(s); " + v;
+            } finally {
+                flink.cancel(blue);
+                if (green != null) {
+                    flink.cancel(green);
+                }
+            }
+        } finally {
+            if (sidecar != null) {
+                sidecar.close();
+            }
+        }
+    }
+
+    /** Two jobs whose gates are given the states {@code blueState} and {@code greenState}; returns the verdict. */
+    static HandoverJob.Verdict pair(int n, CoordinationState blueState, CoordinationState greenState) throws Exception {
+        String run = "pair-" + SEQ.incrementAndGet();
+        ManualStateSource.channel(run + "-b").publish(blueState);
+        ManualStateSource.channel(run + "-g").publish(greenState);
+        AtomicIntegerArray b = HandoverJob.Recorder.create(run + "/blue", n);
+        AtomicIntegerArray g = HandoverJob.Recorder.create(run + "/green", n);
+        LocalFlink flink = LocalFlink.shared();
+        StreamExecutionEnvironment envB = HandoverJob.env(P);
+        HandoverJob.build(envB, n, 0, HandoverJob.Stage.GATE, new GateProcessFunction<>(BLUE, new ManualStateSource(run + "-b")), run + "/blue");
+        StreamExecutionEnvironment envG = HandoverJob.env(P);
+        HandoverJob.build(envG, n, 0, HandoverJob.Stage.GATE, new GateProcessFunction<>(GREEN, new ManualStateSource(run + "-g")), run + "/green");
+        JobID jb = flink.submit(envB, run + "-blue");
+        JobID jg = flink.submit(envG, run + "-green");
+        Throwable eb = flink.await(jb, 120_000);
+        Throwable eg = flink.await(jg, 120_000);
+        if (eb != null || eg != null) {
+            throw new AssertionError("jobs failed", eb != null ? eb : eg);
+        }
+        return new HandoverJob.Verdict(b, g);
+    }
+
+    static void register() {
+        test("handover job: blue -> green on a MiniCluster, 200000 ids, manual state source: 0 duplicates, 0 losses", () -> {
+            System.out.println("     " + handover(200_000, false, 20_000));
+        });
+        test("handover job: the same through the sidecar long-poll source (in-process fake sidecar), 60000 ids, W proposed at blue's max", () -> {
+            System.out.println("     " + handover(60_000, true, 0));
+        });
+        test("handover job: the oracle fails on conflicting states (both active: duplicates; both outgoing: losses)", () -> {
+            int n = 20_000;
+            HandoverJob.Verdict dup = pair(n, st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE),
+                    st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
+            check(!dup.exactlyOnce(), "oracle must report: " + dup);
+            checkEq((long) n, dup.duplicates, "duplicates (" + dup + ")");
+            HandoverJob.Verdict loss = pair(n, st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN),
+                    st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+            check(!loss.exactlyOnce(), "oracle must report: " + loss);
+            checkEq((long) n, loss.losses, "losses (" + loss + ")");
+            // Two different W's in the two gates: the records between them are duplicated.
+            HandoverJob.Verdict split = pair(n, st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, HandoverJob.BASE + 12_000, GREEN),
+                    st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, HandoverJob.BASE + 10_000, GREEN));
+            check(split.duplicates > 1_900 && split.losses == 0, "W disagreement duplicates the ids between the W's: " + split);
+            System.out.println("     both active: " + dup + "; both outgoing: " + loss + "; W 12000 vs 10000: " + split);
+        });
+        test("handover job: hold -> timeout fails the Flink job with GateHoldTimeoutException", () -> {
+            String run = "hold-" + SEQ.incrementAndGet();
+            LocalFlink flink = LocalFlink.shared();
+            StreamExecutionEnvironment env = HandoverJob.env(1);
+            HandoverJob.build(env, 100, 0, HandoverJob.Stage.GATE,
+                    new GateProcessFunction<Long>(GREEN, new ManualStateSource(run)).withHoldTimeout(Duration.ofMillis(300)), null);
+            Throwable err = flink.await(flink.submit(env, run), 60_000);
+            check(err != null, "the job must fail");
+            GateHoldTimeoutException cause = findCause(err, GateHoldTimeoutException.class);
+            check(cause != null, "cause chain holds GateHoldTimeoutException: " + err);
+            check(cause.getMessage().contains("none yet"), cause.getMessage());
+        });
+        test("handover job: a job without timestamps fails by default; treatMissingTimestampAs emits each record once", () -> {
+            String run = "nots-" + SEQ.incrementAndGet();
+            LocalFlink flink = LocalFlink.shared();
+            ManualStateSource.channel(run).publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+            for (boolean lenient : new boolean[] {false, true}) {
+                int n = 1_000;
+                AtomicIntegerArray out = HandoverJob.Recorder.create(run + "/" + lenient, n);
+                StreamExecutionEnvironment env = HandoverJob.env(P);
+                GateProcessFunction<Long> gate = new GateProcessFunction<>(BLUE, new ManualStateSource(run));
+                if (lenient) {
+                    gate.treatMissingTimestampAs(Long.MIN_VALUE);
+                }
+                env.fromSequence(0, n - 1).process(gate).name("bluegreen-gate")
+                        .sinkTo(new HandoverJob.RecordingSink(run + "/" + lenient));
+                Throwable err = flink.await(flink.submit(env, run + "-" + lenient), 60_000);
+                if (lenient) {
+                    check(err == null, "lenient job succeeds: " + err);
+                    for (int i = 0; i < n; i++) {
+                        checkEq(1, out.get(i), "id " + i + " emitted once");
+                    }
+                } else {
+                    check(findCause(err, MissingTimestampException.class) != null, "fails with MissingTimestampException: " + err);
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,189 @@
+package io.bluegreen.gate;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.connector.sink2.Sink;
+import org.apache.flink.api.connector.sink2.SinkWriter;
+import org.apache.flink.api.connector.sink2.WriterInitContext;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.RestartStrategyOptions;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+
+/**
+ * The small job of the handover tests and the benchmark: a deterministic bounded source of ids
+ * 0..n-1 with event times that increase with bounded out-of-orderness and matching watermarks,
+ * an optional pacer, the gate (or nothing, or an identity ProcessFunction) and a sink that records
+ * every id it receives.
+ */
+final class HandoverJob {
+    private HandoverJob() {}
+
+    static final long BASE = 1_700_000_000_000L;
+    static final long OUT_OF_ORDERNESS_MS = 64;
+
+    /** The event time of id {@code id}: increasing by 1 ms per id, up to 63 ms early (deterministic). */
+    static long eventTime(long id) {
+        long h = id * 0x9E3779B97F4A7C15L;
+        h ^= h >>> 29;
+        return BASE + id - (h & (OUT_OF_ORDERNESS_MS - 1));
+    }
+
+    /** What sits where the gate goes. */
+    enum Stage { GATE, NONE, IDENTITY }
+
+    static StreamExecutionEnvironment env(int parallelism) {
+        Configuration conf = new Configuration();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        env.setParallelism(parallelism);
+        return env;
+    }
+
+    /** Builds the job into {@code env}; ids reach {@link Recorder} {@code recorderKey} (null: discard). */
+    static void build(StreamExecutionEnvironment env, long n, int paceEvery, Stage stage,
+            GateProcessFunction<Long> gate, String recorderKey) {
+        DataStream<Long> s = env.fromSequence(0, n - 1)
+                .name("ids")
+                .assignTimestampsAndWatermarks(WatermarkStrategy
+                        .<Long>forBoundedOutOfOrderness(Duration.ofMillis(OUT_OF_ORDERNESS_MS))
+                        .withTimestampAssigner((id, ts) -> eventTime(id)))
+                .name("event-times");
+        if (paceEvery > 0) {
+            s = s.map(new Pacer(paceEvery)).name("pacer");
+        }
+        switch (stage) {
+            case GATE:
+                s = GateSinkWrapper.gate(s, gate);
+                break;
+            case IDENTITY:
+                s = s.process(new Identity()).name("identity");
+                break;
+            default:
+                break;
+        }
+        s.sinkTo(new RecordingSink(recorderKey)).name("ids-sink");
+    }
+
+    /** Sleeps 1 ms every {@code every} records (per subtask) to make a job last a few seconds. */
+    static final class Pacer implements MapFunction<Long, Long> {
+        private static final long serialVersionUID = 1L;
+        private final int every;
+        private transient int count;
+
+        Pacer(int every) {
+            this.every = every;
+        }
+
+        @Override
+        public Long map(Long v) throws Exception {
+            if (++count % every == 0) {
+                Thread.sleep(1);
+            }
+            return v;
+        }
+    }
+
+    /** The baseline of the decision-path benchmark: a ProcessFunction that emits every record. */
+    static final class Identity extends ProcessFunction<Long, Long> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public void processElement(Long value, Context ctx, org.apache.flink.util.Collector<Long> out) {
+            out.collect(value);
+        }
+    }
+
+    /** Counts, per recorder key, how many times each id reached a sink. */
+    static final class Recorder {
+        static final Map<String, AtomicIntegerArray> COUNTS = new ConcurrentHashMap<>();
+
+        static AtomicIntegerArray create(String key, int n) {
+            AtomicIntegerArray a = new AtomicIntegerArray(n);
+            COUNTS.put(key, a);
+            return a;
+        }
+    }
+
+    /** A Sink v2 that writes each record id into its recorder. */
+    static final class RecordingSink implements Sink<Long> {
+        private static final long serialVersionUID = 1L;
+        private final String key;
+
+        RecordingSink(String key) {
+            this.key = key;
+        }
+
+        @Override
+        @SuppressWarnings("deprecation")
+        public SinkWriter<Long> createWriter(InitContext context) {
+            return writer();
+        }
+
+        @Override
+        public SinkWriter<Long> createWriter(WriterInitContext context) {
+            return writer();
+        }
+
+        private SinkWriter<Long> writer() {
+            AtomicIntegerArray counts = key == null ? null : Recorder.COUNTS.get(key);
+            return new SinkWriter<>() {
+                @Override
+                public void write(Long id, Context context) {
+                    if (counts != null) {
+                        counts.incrementAndGet(id.intValue());
+                    }
+                }
+
+                @Override
+                public void flush(boolean endOfInput) {}
+
+                @Override
+                public void close() {}
+            };
+        }
+    }
+
+    /** The exactly-once oracle's verdict over two outputs. */
+    static final class Verdict {
+        final long duplicates;
+        final long losses;
+        final long blue;
+        final long green;
+
+        Verdict(AtomicIntegerArray blueCounts, AtomicIntegerArray greenCounts) {
+            long d = 0, l = 0, b = 0, g = 0;
+            for (int i = 0; i < blueCounts.length(); i++) {
+                int cb = blueCounts.get(i);
+                int cg = greenCounts.get(i);
+                b += cb;
+                g += cg;
+                int c = cb + cg;
+                if (c == 0) {
+                    l++;
+                } else if (c > 1) {
+                    d += c - 1;
+                }
+            }
+            duplicates = d;
+            losses = l;
+            blue = b;
+            green = g;
+        }
+
+        boolean exactlyOnce() {
+            return duplicates == 0 && losses == 0;
+        }
+
+        @Override
+        public String toString() {
+            return "blue emitted " + blue + ", green emitted " + green + ": " + duplicates + " duplicates, " + losses + " losses";
+        }
+    }
+
+}
