@@ -294,9 +294,10 @@ impl Ledger {
             pending: self.pending(),
             ..LedgerReport::default()
         };
-        let mut note = |report: &mut LedgerReport, msg: String| {
-            if report.examples.len() < 20 {
-                report.examples.push(msg);
+        let mut examples: Vec<String> = Vec::new();
+        let mut note = |msg: String| {
+            if examples.len() < 20 {
+                examples.push(msg);
             }
         };
 
@@ -318,7 +319,6 @@ impl Ledger {
             if *total > 1 {
                 report.total.duplicates += 1;
                 note(
-                    &mut report,
                     format!(
                         "duplicate: {} (t={}) emission #{} by {:?} subtask {} job {} attempt {}",
                         e.record, e.event_time, total, e.color, e.subtask, e.job_id, e.attempt
@@ -331,7 +331,6 @@ impl Ledger {
                 counts.wrong_color += 1;
                 report.total.wrong_color += 1;
                 note(
-                    &mut report,
                     format!(
                         "wrong color: {} (t={}) emitted by {color}, owned by {owner}",
                         e.record, e.event_time
@@ -369,7 +368,6 @@ impl Ledger {
                     report.per_color.entry(owner).or_default().losses += 1;
                 }
                 note(
-                    &mut report,
                     format!(
                         "lost: {} (t={}, arrival={}, owner {owner:?})",
                         r.id, r.event_time, r.arrival
@@ -382,7 +380,6 @@ impl Ledger {
                 if expected_count.get(&e.record) != Some(&e.count) {
                     report.count_mismatches += 1;
                     note(
-                        &mut report,
                         format!(
                             "count mismatch: {} key {} emitted count {}, replay says {:?}",
                             e.record,
@@ -394,6 +391,7 @@ impl Ledger {
                 }
             }
         }
+        report.examples = examples;
         report
     }
 }

@@ -338,11 +338,6 @@ impl Engine {
         &self.counters
     }
 
-    /// The record the gate holds, if any.
-    pub fn held(&self) -> Option<Held> {
-        self.held
-    }
-
     /// The attempt number.
     pub fn attempt(&self) -> u32 {
         self.attempt

@@ -160,11 +160,6 @@ impl Faults {
         Some(f.fail_at.remove(i).1)
     }
 
-    pub(crate) fn next_failure_at(&self, d: &DeploymentRef) -> Option<i64> {
-        let state = self.lock();
-        state.deployments.get(d)?.fail_at.iter().map(|(at, _)| *at).min()
-    }
-
     pub(crate) fn take_savepoint_fault(&self, d: &DeploymentRef) -> SavepointFault {
         self.with(d, |f| {
             let fail = f.failing_savepoints > 0;

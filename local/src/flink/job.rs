@@ -119,13 +119,22 @@ enum Command {
 }
 
 /// The services every job uses.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct JobRuntime {
     pub clock: SimClock,
     pub ledger: Arc<Ledger>,
     pub store: Arc<SnapshotStore>,
     pub faults: Faults,
     pub client: kube::Client,
+}
+
+impl std::fmt::Debug for JobRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobRuntime")
+            .field("clock", &self.clock)
+            .field("sink_mode", &self.ledger.mode())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A job, shared between its driver task, the REST endpoint and the local operator.

@@ -35,7 +35,6 @@ pub(crate) enum JmStatus {
     Deploying,
     DeployedNotReady,
     Ready,
-    Error,
 }
 
 impl JmStatus {
@@ -45,7 +44,6 @@ impl JmStatus {
             Self::Deploying => "DEPLOYING",
             Self::DeployedNotReady => "DEPLOYED_NOT_READY",
             Self::Ready => "READY",
-            Self::Error => "ERROR",
         }
     }
 }
