@@ -1,0 +1,82 @@
+//! Builders of test objects.
+
+use bluegreen_protocol::Color;
+
+use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, GateObs, Observed};
+use crate::resource::{
+    FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus, FlinkDeploymentSpec,
+    FlinkDeploymentTemplate, JobSpec,
+};
+use crate::settings::validate;
+
+/// A spec with defaults and the given jar.
+pub fn spec(jar: &str) -> FlinkBlueGreenDeploymentSpec {
+    FlinkBlueGreenDeploymentSpec {
+        template: FlinkDeploymentTemplate {
+            metadata: crate::resource::TemplateMetadata::default(),
+            spec: FlinkDeploymentSpec {
+                image: Some("flink:1.20".into()),
+                flink_version: Some("v1_20".into()),
+                job: JobSpec {
+                    jar_uri: jar.into(),
+                    parallelism: Some(2),
+                    ..JobSpec::default()
+                },
+                ..FlinkDeploymentSpec::default()
+            },
+        },
+        coordination: crate::resource::Coordination::default(),
+    }
+}
+
+/// An observation of a fresh resource at 2026-01-01T00:00:00Z with template hash `h1`.
+pub fn observed() -> Observed {
+    Observed {
+        now: "2026-01-01T00:00:00Z".parse().expect("timestamp"),
+        generation: 1,
+        settings: validate(&spec("local:///job.jar")).map_err(|e| (String::new(), e.to_string())),
+        template_hash: "h1".into(),
+        initial_savepoint: None,
+        redeploy_nonce: None,
+        wanted_job_state: "running".into(),
+        status: FlinkBlueGreenDeploymentStatus::default(),
+        configmap: ConfigMapObs::Absent,
+        blue: None,
+        green: None,
+        action: None,
+    }
+}
+
+/// A running child with template hash `hash`, gates at `epoch`/`stage`, `max_passed` and
+/// watermark `wm`.
+pub fn running(hash: &str, epoch: u64, stage: u8, max_passed: Option<i64>, wm: i64) -> ChildObs {
+    ChildObs {
+        template_hash: Some(hash.into()),
+        deleting: false,
+        lifecycle: Some("STABLE".into()),
+        job_state: Some("RUNNING".into()),
+        job_id: Some("job".into()),
+        error: None,
+        spec_job_state: Some("running".into()),
+        flink: Some(FlinkObs {
+            checkpoints_completed: 3,
+            latest_checkpoint: Some("file:///cp/3".into()),
+            savepoint: None,
+            gates: Some(GateObs {
+                min_epoch: epoch,
+                min_watermark_stage: stage,
+                max_passed,
+            }),
+            watermark: Some(wm),
+        }),
+    }
+}
+
+/// Sets the child of `color`.
+pub fn with_child(mut obs: Observed, color: Color, child: Option<ChildObs>) -> Observed {
+    match color {
+        Color::Blue => obs.blue = child,
+        Color::Green => obs.green = child,
+    }
+    obs
+}

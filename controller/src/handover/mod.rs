@@ -1,0 +1,904 @@
+//! The handover state machine: `plan(&Observed) -> Plan`, a pure function (no client required).
+//!
+//! The plan's status is written first (intent), then its actions run in order; every action is
+//! idempotent and every phase re-derives its actions from the status, so a controller that stops
+//! anywhere resumes where it was. The ConfigMap write, when there is one, always comes first.
+
+use std::time::Duration;
+
+use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle, check_transition};
+use jiff::Timestamp;
+
+use crate::conditions::{self, Health};
+use crate::observed::{ChildObs, ConfigMapObs, ManualAction, Observed, SavepointObs};
+use crate::resource::{
+    FlinkBlueGreenDeploymentStatus, Phase, RestoreFrom, Transition, TransitionRecord,
+};
+use crate::settings::{Settings, ToggleRule};
+
+/// How many finished handovers the status keeps.
+pub const HISTORY_LEN: usize = 10;
+
+/// One side effect, executed in order after the status is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Move the coordination ConfigMap to this state (checked with `check_transition`, guarded by
+    /// the observed resourceVersion).
+    WriteConfigMap(CoordinationState),
+    /// Server-side apply the child of `color` from the current template, starting from
+    /// `restore_path` (a new job only; ignored by the Flink operator for a running one).
+    ApplyChild {
+        /// The child's color.
+        color: Color,
+        /// The template's hash, recorded on the child.
+        template_hash: String,
+        /// `initialSavepointPath` of the child.
+        restore_path: Option<String>,
+    },
+    /// Delete the child of `color`.
+    DeleteChild(Color),
+    /// Trigger a savepoint of the child of `color` through Flink's REST API and record the
+    /// trigger id in the status.
+    TriggerSavepoint(Color),
+    /// Remove the `bluegreen.dev/action` annotation (the operation was handled or refused).
+    ClearManualAction,
+}
+
+/// A Kubernetes Event to publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    /// `Warning` rather than `Normal`.
+    pub warning: bool,
+    /// CamelCase reason.
+    pub reason: &'static str,
+    /// Message.
+    pub message: String,
+}
+
+/// The outcome of one planning step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The status to write before acting.
+    pub status: FlinkBlueGreenDeploymentStatus,
+    /// What to do, in order.
+    pub actions: Vec<Action>,
+    /// Events to publish.
+    pub notes: Vec<Note>,
+    /// When to look again at the latest.
+    pub requeue_after: Duration,
+}
+
+/// How often an active handover is re-observed.
+const ACTIVE_REQUEUE: Duration = Duration::from_millis(500);
+/// How often a steady deployment is re-observed.
+const STEADY_REQUEUE: Duration = Duration::from_secs(30);
+
+/// Plans one reconcile of one resource.
+pub fn plan(obs: &Observed) -> Plan {
+    let mut p = Planner {
+        obs,
+        status: obs.status.clone(),
+        actions: Vec::new(),
+        notes: Vec::new(),
+        requeue: STEADY_REQUEUE,
+        health: Health::default(),
+    };
+    let current_cm = desired_configmap(&p.status, obs);
+    if let Some(reason) = diverged(&obs.configmap, current_cm.as_ref()) {
+        p.health.degraded("ConfigMapDiverged", reason);
+        return p.finish(None);
+    }
+    match &obs.settings {
+        Err((field, message)) => {
+            p.health.degraded(
+                "InvalidSpec",
+                format!("`{field}` {message}; the running job is left untouched"),
+            );
+            p.requeue = STEADY_REQUEUE;
+        }
+        Ok(settings) => match p.status.transition.clone() {
+            None => p.steady(settings),
+            Some(t) => p.drive(settings, &t),
+        },
+    }
+    let desired = desired_configmap(&p.status, obs);
+    p.finish(desired)
+}
+
+/// The ConfigMap state a status stands for (`None` before the first deployment).
+pub fn desired_configmap(
+    status: &FlinkBlueGreenDeploymentStatus,
+    obs: &Observed,
+) -> Option<CoordinationState> {
+    let delay = obs.settings.as_ref().ok().map_or_else(
+        || current_delay(obs),
+        |s| u64::try_from(s.deletion_delay.as_millis()).unwrap_or(u64::MAX),
+    );
+    let state = |active, stage, toggle, epoch| CoordinationState {
+        active,
+        deletion_delay_ms: delay,
+        stage,
+        toggle,
+        epoch,
+    };
+    let Some(t) = &status.transition else {
+        return status
+            .active_color
+            .map(|active| state(active, Stage::Running, Toggle::NotSet, status.epoch));
+    };
+    let proposed = t.toggle.map_or(Toggle::NotSet, Toggle::Proposed);
+    let set = Toggle::Set(t.toggle.unwrap_or(i64::MAX));
+    Some(match (t.from, t.phase) {
+        (None, _) => state(t.to, Stage::Initializing, Toggle::NotSet, t.epoch),
+        (Some(from), Phase::Snapshotting) => {
+            state(from, Stage::Running, Toggle::NotSet, status.epoch)
+        }
+        (Some(_), Phase::Deploying) => state(t.to, Stage::Transitioning, Toggle::NotSet, t.epoch),
+        (Some(_), Phase::ConfirmingToggle) => state(t.to, Stage::Transitioning, proposed, t.epoch),
+        (Some(_), Phase::ToggleSet) => state(t.to, Stage::Transitioning, set, t.epoch),
+        (Some(_), Phase::ClearToTeardown | Phase::TearingDown) => {
+            state(t.to, Stage::ClearToTeardown, set, t.epoch)
+        }
+        (Some(_), Phase::Aborting) => state(t.to, Stage::Failing, proposed, t.epoch),
+    })
+}
+
+fn current_delay(obs: &Observed) -> u64 {
+    match &obs.configmap {
+        ConfigMapObs::Valid(s) => s.deletion_delay_ms,
+        _ => 0,
+    }
+}
+
+/// Why the observed ConfigMap cannot be brought to `desired` (a hand edit or another writer).
+fn diverged(observed: &ConfigMapObs, desired: Option<&CoordinationState>) -> Option<String> {
+    let (ConfigMapObs::Valid(seen), Some(desired)) = (observed, desired) else {
+        return None;
+    };
+    let mut comparable = *seen;
+    comparable.deletion_delay_ms = desired.deletion_delay_ms;
+    if comparable == *desired {
+        return None;
+    }
+    check_transition(seen, desired).err().map(|e| {
+        format!(
+            "the coordination ConfigMap holds `{seen}`, which the controller did not write and cannot move on from ({e}); \
+             restore it to `{desired}` or delete it so the controller rewrites it"
+        )
+    })
+}
+
+struct Planner<'a> {
+    obs: &'a Observed,
+    status: FlinkBlueGreenDeploymentStatus,
+    actions: Vec<Action>,
+    notes: Vec<Note>,
+    requeue: Duration,
+    health: Health,
+}
+
+impl Planner<'_> {
+    fn now(&self) -> Timestamp {
+        self.obs.now
+    }
+
+    fn note(&mut self, warning: bool, reason: &'static str, message: impl Into<String>) {
+        self.notes.push(Note {
+            warning,
+            reason,
+            message: message.into(),
+        });
+    }
+
+    fn since(&self, rfc3339: &str) -> Duration {
+        rfc3339
+            .parse::<Timestamp>()
+            .ok()
+            .and_then(|then| Duration::try_from(self.now().duration_since(then)).ok())
+            .unwrap_or(Duration::ZERO)
+    }
+
+    fn consume_action(&mut self, wanted: ManualAction) -> bool {
+        if self.obs.action == Some(wanted) {
+            self.actions.push(Action::ClearManualAction);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// No handover in progress.
+    fn steady(&mut self, settings: &Settings) {
+        let Some(active) = self.status.active_color else {
+            self.start_first_deployment();
+            return;
+        };
+        if let Some(action) = self.obs.action {
+            self.actions.push(Action::ClearManualAction);
+            self.note(
+                true,
+                "ActionRefused",
+                format!("{action:?} needs a handover in progress; there is none"),
+            );
+        }
+        let template_changed =
+            self.status.deployed_template_hash.as_deref() != Some(&self.obs.template_hash);
+        let already_failed =
+            self.status.failed_template_hash.as_deref() == Some(&self.obs.template_hash);
+        match self.obs.child(active) {
+            None => self.health.degraded(
+                "ActiveChildMissing",
+                format!("the active FlinkDeployment ({}) is gone; recreate it from a savepoint with savepointRedeployNonce", active.suffix()),
+            ),
+            Some(child) if template_changed && !already_failed => {
+                let child = child.clone();
+                self.start_handover(settings, active, &child);
+            }
+            Some(child) => {
+                if !template_changed && child.spec_job_state.as_deref() != Some(&self.obs.wanted_job_state) {
+                    self.apply(active, None);
+                }
+                if child.failed() {
+                    self.health.degraded("ActiveJobFailed", child.error.clone().unwrap_or_else(|| "the active job failed".into()));
+                } else if already_failed && template_changed {
+                    self.health.degraded(
+                        "HandoverAborted",
+                        "the last handover to this template was aborted; change the template to try again".into(),
+                    );
+                }
+                self.health.ready = child.running() || self.obs.wanted_job_state == "suspended";
+            }
+        }
+    }
+
+    fn start_first_deployment(&mut self) {
+        let now = self.now().to_string();
+        self.status.epoch = 0;
+        self.status.transition = Some(Transition {
+            from: None,
+            to: Color::Blue,
+            epoch: 0,
+            template_hash: self.obs.template_hash.clone(),
+            generation: self.obs.generation,
+            redeploy_nonce: self.obs.redeploy_nonce,
+            phase: Phase::Deploying,
+            toggle: None,
+            savepoint_trigger_id: None,
+            restore_path: self.obs.initial_savepoint.clone(),
+            savepoint_attempts: 0,
+            started_at: now.clone(),
+            phase_started_at: now,
+            abort_reason: None,
+        });
+        self.note(
+            false,
+            "Deploying",
+            "first deployment: creating the blue job",
+        );
+        self.deploying_first();
+    }
+
+    fn start_handover(&mut self, settings: &Settings, from: Color, child: &ChildObs) {
+        let now = self.now().to_string();
+        let nonce_redeploy = self.obs.redeploy_nonce.is_some()
+            && self.obs.redeploy_nonce != self.status.deployed_redeploy_nonce
+            && self.obs.initial_savepoint.is_some();
+        let (phase, restore_path) = if nonce_redeploy {
+            (Phase::Deploying, self.obs.initial_savepoint.clone())
+        } else if settings.restore_from == RestoreFrom::Stateless {
+            (Phase::Deploying, None)
+        } else {
+            (Phase::Snapshotting, None)
+        };
+        let epoch = self.status.epoch + 1;
+        self.status.failed_template_hash = None;
+        self.status.transition = Some(Transition {
+            from: Some(from),
+            to: from.other(),
+            epoch,
+            template_hash: self.obs.template_hash.clone(),
+            generation: self.obs.generation,
+            redeploy_nonce: self.obs.redeploy_nonce,
+            phase,
+            toggle: None,
+            savepoint_trigger_id: None,
+            restore_path,
+            savepoint_attempts: 0,
+            started_at: now.clone(),
+            phase_started_at: now,
+            abort_reason: None,
+        });
+        self.note(
+            false,
+            "HandoverStarted",
+            format!(
+                "spec changed: handing over from {from} to {} (epoch {epoch})",
+                from.other()
+            ),
+        );
+        self.requeue = ACTIVE_REQUEUE;
+        if phase == Phase::Snapshotting {
+            self.snapshotting(settings, child);
+        } else {
+            self.enter_deploying();
+        }
+    }
+
+    fn drive(&mut self, settings: &Settings, t: &Transition) {
+        self.requeue = ACTIVE_REQUEUE;
+        let Some(from) = t.from else {
+            self.deploying_first();
+            return;
+        };
+        let spec_changed = self.obs.template_hash != t.template_hash;
+        let before_set = matches!(
+            t.phase,
+            Phase::Snapshotting | Phase::Deploying | Phase::ConfirmingToggle
+        );
+        if before_set && spec_changed {
+            self.abort(
+                "SpecChanged",
+                "the template changed before W was set; starting over with the new template",
+                false,
+            );
+            return;
+        }
+        if before_set && self.consume_action(ManualAction::Abort) {
+            self.abort(
+                "ManualAbort",
+                "aborted by the bluegreen.dev/action annotation",
+                true,
+            );
+            return;
+        }
+        let outgoing = self.obs.child(from).cloned().unwrap_or_default();
+        match t.phase {
+            Phase::Snapshotting => self.snapshotting(settings, &outgoing),
+            Phase::Deploying => self.awaiting_incoming(settings, &outgoing),
+            Phase::ConfirmingToggle => self.confirming_toggle(settings, &outgoing),
+            Phase::ToggleSet => self.toggle_set(settings, &outgoing, spec_changed),
+            Phase::ClearToTeardown => self.clear_to_teardown(settings),
+            Phase::TearingDown => self.tearing_down(from),
+            Phase::Aborting => self.aborting(),
+        }
+    }
+
+    fn transition(&mut self) -> &mut Transition {
+        self.status
+            .transition
+            .as_mut()
+            .expect("a handover is in progress in this phase")
+    }
+
+    fn set_phase(&mut self, phase: Phase) {
+        let now = self.now().to_string();
+        let t = self.transition();
+        t.phase = phase;
+        t.phase_started_at = now;
+    }
+
+    fn apply(&mut self, color: Color, restore_path: Option<String>) {
+        self.actions.push(Action::ApplyChild {
+            color,
+            template_hash: self.obs.template_hash.clone(),
+            restore_path,
+        });
+    }
+
+    fn ensure_child(&mut self, color: Color, hash: &str, restore_path: Option<String>) {
+        let up_to_date = self.obs.child(color).is_some_and(|c| {
+            !c.deleting
+                && c.template_hash.as_deref() == Some(hash)
+                && c.spec_job_state.as_deref() == Some(&self.obs.wanted_job_state)
+        });
+        if !up_to_date && hash == self.obs.template_hash {
+            self.apply(color, restore_path);
+        }
+    }
+
+    /// First deployment: the blue job starts (from `initialSavepointPath` if given).
+    fn deploying_first(&mut self) {
+        let t = self.transition().clone();
+        if self.obs.template_hash != t.template_hash {
+            let hash = self.obs.template_hash.clone();
+            self.transition().template_hash = hash;
+        }
+        let hash = self.obs.template_hash.clone();
+        self.ensure_child(t.to, &hash, t.restore_path.clone());
+        let child = self.obs.child(t.to).cloned().unwrap_or_default();
+        if child.running() {
+            self.status.active_color = Some(t.to);
+            self.status.deployed_template_hash = Some(hash);
+            self.status.deployed_redeploy_nonce = t.redeploy_nonce;
+            self.finish_transition("Deployed", None);
+            self.note(
+                false,
+                "Deployed",
+                format!("the {} job is running", t.to.suffix()),
+            );
+            self.health.ready = true;
+        } else if child.failed() {
+            self.health.degraded(
+                "FirstDeploymentFailed",
+                child.error.unwrap_or_else(|| "the job failed".into()),
+            );
+        } else {
+            self.health.progressing(
+                "Deploying",
+                format!("waiting for the {} job to run", t.to.suffix()),
+            );
+        }
+    }
+
+    fn snapshotting(&mut self, settings: &Settings, outgoing: &ChildObs) {
+        let t = self.transition().clone();
+        let flink = outgoing.flink.clone().unwrap_or_default();
+        match settings.restore_from {
+            RestoreFrom::Stateless => self.enter_deploying(),
+            RestoreFrom::LastCheckpoint => match flink.latest_checkpoint {
+                Some(path) => {
+                    self.transition().restore_path = Some(path);
+                    self.enter_deploying();
+                }
+                None => self.wait_or_abort(
+                    settings,
+                    &t,
+                    "NoCheckpoint",
+                    "the outgoing job has no completed checkpoint yet",
+                ),
+            },
+            RestoreFrom::Savepoint => {
+                if !outgoing.running() {
+                    self.wait_or_abort(
+                        settings,
+                        &t,
+                        "OutgoingNotRunning",
+                        "a savepoint needs the outgoing job to be running",
+                    );
+                    return;
+                }
+                match (&t.savepoint_trigger_id, flink.savepoint) {
+                    (None, _) => {
+                        let backoff = settings.savepoint_backoff
+                            * 2u32.saturating_pow(t.savepoint_attempts.saturating_sub(1));
+                        if t.savepoint_attempts > 0 && self.since(&t.phase_started_at) < backoff {
+                            self.health.progressing(
+                                "SavepointBackoff",
+                                format!("retrying the savepoint after {backoff:?}"),
+                            );
+                        } else {
+                            let now = self.now().to_string();
+                            self.transition().phase_started_at = now;
+                            self.actions.push(Action::TriggerSavepoint(
+                                t.from.expect("handover has an outgoing color"),
+                            ));
+                            self.health.progressing(
+                                "Snapshotting",
+                                "savepoint of the outgoing job requested".into(),
+                            );
+                        }
+                    }
+                    (Some(_), Some(SavepointObs::Completed(path))) => {
+                        self.note(false, "SavepointCompleted", format!("savepoint at {path}"));
+                        self.transition().restore_path = Some(path);
+                        self.enter_deploying();
+                    }
+                    (Some(_), Some(SavepointObs::Failed(reason))) => {
+                        self.savepoint_failed(settings, reason);
+                    }
+                    (Some(_), _)
+                        if self.since(&t.phase_started_at) > settings.savepoint_timeout =>
+                    {
+                        self.savepoint_failed(
+                            settings,
+                            format!("no result within {:?}", settings.savepoint_timeout),
+                        );
+                    }
+                    (Some(_), _) => self
+                        .health
+                        .progressing("Snapshotting", "savepoint in progress".into()),
+                }
+            }
+        }
+    }
+
+    fn savepoint_failed(&mut self, settings: &Settings, reason: String) {
+        let now = self.now().to_string();
+        let t = self.transition();
+        t.savepoint_attempts += 1;
+        t.savepoint_trigger_id = None;
+        t.phase_started_at = now;
+        let attempts = t.savepoint_attempts;
+        if attempts >= settings.savepoint_attempts {
+            self.abort(
+                "SavepointFailed",
+                &format!("savepoint failed {attempts} times, last: {reason}"),
+                true,
+            );
+        } else {
+            self.note(
+                true,
+                "SavepointFailed",
+                format!(
+                    "attempt {attempts} of {}: {reason}",
+                    settings.savepoint_attempts
+                ),
+            );
+            self.health.progressing("SavepointBackoff", reason);
+        }
+    }
+
+    fn wait_or_abort(
+        &mut self,
+        settings: &Settings,
+        t: &Transition,
+        reason: &'static str,
+        message: &str,
+    ) {
+        if self.since(&t.phase_started_at) > settings.abort_grace {
+            self.abort(
+                reason,
+                &format!("{message} (waited {:?})", settings.abort_grace),
+                true,
+            );
+        } else {
+            self.health.progressing(reason, message.to_owned());
+        }
+    }
+
+    fn enter_deploying(&mut self) {
+        self.set_phase(Phase::Deploying);
+        let t = self.transition().clone();
+        self.status.epoch = t.epoch;
+        self.ensure_child(t.to, &t.template_hash, t.restore_path.clone());
+        self.health.progressing(
+            "Deploying",
+            format!(
+                "creating the {} job; its gates hold until W is set",
+                t.to.suffix()
+            ),
+        );
+    }
+
+    fn incoming(&self) -> ChildObs {
+        let t = self
+            .status
+            .transition
+            .as_ref()
+            .expect("handover in progress");
+        self.obs.child(t.to).cloned().unwrap_or_default()
+    }
+
+    fn awaiting_incoming(&mut self, settings: &Settings, outgoing: &ChildObs) {
+        let t = self.transition().clone();
+        self.ensure_child(t.to, &t.template_hash, t.restore_path.clone());
+        let incoming = self.incoming();
+        if incoming.failed() {
+            let why = incoming.error.unwrap_or_else(|| "job FAILED".into());
+            self.abort(
+                "IncomingFailed",
+                &format!("the incoming job failed before W was set: {why}"),
+                true,
+            );
+            return;
+        }
+        if !incoming.running() {
+            self.wait_or_abort(
+                settings,
+                &t,
+                "IncomingNotRunning",
+                "waiting for the incoming job to run",
+            );
+            return;
+        }
+        let Some(gates) = outgoing.flink.as_ref().and_then(|f| f.gates) else {
+            self.wait_or_abort(settings, &t, "NoGateMetrics", "the outgoing job reports no bluegreen gate metrics: is a GateProcessFunction in the pipeline?");
+            return;
+        };
+        let watermark = outgoing
+            .flink
+            .as_ref()
+            .and_then(|f| f.watermark)
+            .unwrap_or(i64::MIN);
+        let progress = gates.max_passed.unwrap_or(i64::MIN).max(watermark);
+        let w = match settings.toggle {
+            ToggleRule::Offset(offset) => progress.saturating_add(offset),
+            ToggleRule::Value(v) if v > progress => v,
+            ToggleRule::Value(v) => {
+                self.abort("ToggleInPast", &format!("coordination.toggle.value {v} is not after the outgoing job's progress {progress}"), true);
+                return;
+            }
+        };
+        self.set_phase(Phase::ConfirmingToggle);
+        self.transition().toggle = Some(w);
+        self.note(
+            false,
+            "ToggleProposed",
+            format!("W = {w} proposed (outgoing progress {progress})"),
+        );
+        self.health.progressing(
+            "ConfirmingToggle",
+            format!("waiting for every outgoing gate to apply W = {w}"),
+        );
+    }
+
+    fn confirming_toggle(&mut self, settings: &Settings, outgoing: &ChildObs) {
+        let t = self.transition().clone();
+        let w = t.toggle.expect("W is proposed in ConfirmingToggle");
+        let incoming = self.incoming();
+        if incoming.failed() {
+            let why = incoming.error.unwrap_or_else(|| "job FAILED".into());
+            self.abort(
+                "IncomingFailed",
+                &format!("the incoming job failed before W was set: {why}"),
+                true,
+            );
+            return;
+        }
+        let acked = outgoing
+            .flink
+            .as_ref()
+            .and_then(|f| f.gates)
+            .filter(|g| g.min_epoch >= t.epoch && g.min_watermark_stage >= 1);
+        let Some(gates) = acked else {
+            self.wait_or_abort(
+                settings,
+                &t,
+                "GatesNotAcknowledged",
+                &format!("waiting for every outgoing gate to apply W = {w}"),
+            );
+            return;
+        };
+        match gates.max_passed {
+            Some(max) if max > w => {
+                let raised = match settings.toggle {
+                    ToggleRule::Offset(offset) => max.saturating_add(offset),
+                    ToggleRule::Value(_) => max.saturating_add(1),
+                };
+                self.transition().toggle = Some(raised);
+                self.note(
+                    true,
+                    "ToggleRaised",
+                    format!(
+                        "an outgoing gate had already passed {max} > W = {w}; W raised to {raised}"
+                    ),
+                );
+                self.health
+                    .progressing("ConfirmingToggle", format!("W raised to {raised}"));
+            }
+            _ => {
+                self.set_phase(Phase::ToggleSet);
+                self.note(
+                    false,
+                    "ToggleSet",
+                    format!("W = {w} set: the outgoing job emits t <= W, the incoming t > W"),
+                );
+                self.health.progressing(
+                    "ToggleSet",
+                    "waiting for health and both watermarks past W".into(),
+                );
+            }
+        }
+    }
+
+    fn toggle_set(&mut self, settings: &Settings, outgoing: &ChildObs, spec_changed: bool) {
+        let t = self.transition().clone();
+        let w = t.toggle.expect("W is set in ToggleSet");
+        if spec_changed {
+            let hash = self.obs.template_hash.clone();
+            self.transition().template_hash.clone_from(&hash);
+            self.transition().redeploy_nonce = self.obs.redeploy_nonce;
+            self.apply(t.to, None);
+            self.note(false, "IncomingUpdatedInPlace", "W is set, so the handover can only go forward: the incoming job is updated in place from its own state");
+            return;
+        }
+        if self.consume_action(ManualAction::Abort) {
+            self.note(true, "ActionRefused", format!("abort refused: W = {w} is set and the outgoing job has dropped records above it; fix the incoming job forward (change the template)"));
+        }
+        let Some(incoming) = self.obs.child(t.to).cloned() else {
+            self.health.degraded(
+                "IncomingMissingAfterToggle",
+                format!("the incoming FlinkDeployment was deleted after W = {w} was set; recreating it from the handover's starting state would emit records twice, so it needs a person: recreate it from its latest checkpoint"),
+            );
+            return;
+        };
+        if incoming.failed() {
+            self.health.degraded(
+                "IncomingFailedAfterToggle",
+                format!(
+                    "the incoming job failed after W = {w} was set ({}); the outgoing job still emits t <= W and nothing is lost; change the template to redeploy the incoming job in place from its own state",
+                    incoming.error.unwrap_or_default()
+                ),
+            );
+            return;
+        }
+        let flink = incoming.flink.clone().unwrap_or_default();
+        let in_wm = flink.watermark.unwrap_or(i64::MIN);
+        let out_wm = outgoing.flink.as_ref().and_then(|f| f.watermark);
+        let outgoing_done =
+            out_wm.is_some_and(|wm| wm > w) || self.obs.child(t.from.expect("handover")).is_none();
+        let mut waiting = Vec::new();
+        if !incoming.running() {
+            waiting.push("the incoming job to run".to_owned());
+        }
+        if flink.checkpoints_completed < u64::from(settings.min_checkpoints) {
+            waiting.push(format!(
+                "{} of {} checkpoints",
+                flink.checkpoints_completed, settings.min_checkpoints
+            ));
+        }
+        if in_wm <= w {
+            waiting.push(format!("the incoming watermark ({in_wm}) to pass W = {w}"));
+        }
+        if !outgoing_done {
+            waiting.push(format!(
+                "the outgoing watermark ({}) to pass W = {w}",
+                out_wm.map_or("unknown".into(), |v| v.to_string())
+            ));
+        }
+        if let (Some(max_lag), Some(out)) = (settings.max_lag, out_wm) {
+            let lag = out.saturating_sub(in_wm);
+            if u128::try_from(lag).unwrap_or(0) > max_lag.as_millis() {
+                waiting.push(format!("the incoming job to catch up (lag {lag} ms)"));
+            }
+        }
+        let manual_promote = self.obs.action == Some(ManualAction::Promote);
+        if !waiting.is_empty() {
+            self.health
+                .progressing("ToggleSet", format!("waiting for {}", waiting.join(", ")));
+            return;
+        }
+        if settings.promotion == crate::resource::Promotion::Manual && !manual_promote {
+            self.health.progressing(
+                "AwaitingPromotion",
+                "healthy; set the annotation bluegreen.dev/action=promote to promote".into(),
+            );
+            return;
+        }
+        if manual_promote {
+            self.actions.push(Action::ClearManualAction);
+        }
+        self.status.active_color = Some(t.to);
+        self.status.deployed_template_hash = Some(t.template_hash.clone());
+        self.status.deployed_redeploy_nonce = t.redeploy_nonce;
+        self.set_phase(Phase::ClearToTeardown);
+        self.note(false, "Promoted", format!("{} promoted at W = {w}", t.to));
+        self.health.progressing(
+            "ClearToTeardown",
+            format!("keeping the outgoing job for {:?}", settings.deletion_delay),
+        );
+    }
+
+    fn clear_to_teardown(&mut self, settings: &Settings) {
+        let t = self.transition().clone();
+        let early = self.consume_action(ManualAction::Teardown);
+        if early || self.since(&t.phase_started_at) >= settings.deletion_delay {
+            self.set_phase(Phase::TearingDown);
+            self.tearing_down(t.from.expect("handover has an outgoing color"));
+        } else {
+            self.health.progressing(
+                "ClearToTeardown",
+                format!("keeping the outgoing job for {:?}", settings.deletion_delay),
+            );
+        }
+    }
+
+    fn tearing_down(&mut self, from: Color) {
+        if self.deleted(from, "TearingDown") {
+            let to = self.transition().to;
+            self.finish_transition("Promoted", None);
+            self.note(false, "HandoverCompleted", format!("{to} is the only job"));
+            self.health.ready = true;
+        }
+    }
+
+    /// Whether the child of `color` is gone; deletes it (once) while it is not.
+    fn deleted(&mut self, color: Color, reason: &str) -> bool {
+        let Some(child) = self.obs.child(color) else {
+            return true;
+        };
+        if !child.deleting {
+            self.actions.push(Action::DeleteChild(color));
+        }
+        self.health
+            .progressing(reason, format!("deleting the {} job", color.suffix()));
+        false
+    }
+
+    /// Abandons the handover before W is set. `remember` keeps the template from being retried
+    /// until it changes.
+    fn abort(&mut self, reason: &'static str, message: &str, remember: bool) {
+        let t = self.transition().clone();
+        self.note(true, "HandoverAborting", format!("{reason}: {message}"));
+        if remember {
+            self.status.failed_template_hash = Some(t.template_hash.clone());
+        }
+        if t.phase == Phase::Snapshotting {
+            // Nothing was deployed and the ConfigMap was not touched.
+            self.finish_transition("Aborted", Some(format!("{reason}: {message}")));
+        } else {
+            self.set_phase(Phase::Aborting);
+            self.transition().abort_reason = Some(format!("{reason}: {message}"));
+            self.aborting();
+        }
+        if remember {
+            self.health.degraded(reason, message.to_owned());
+        }
+    }
+
+    fn aborting(&mut self) {
+        let t = self.transition().clone();
+        if self.deleted(t.to, "Aborting") {
+            let reason = t.abort_reason.clone();
+            self.finish_transition("Aborted", reason.clone());
+            if let Some(reason) = reason
+                && self.status.failed_template_hash.is_some()
+            {
+                self.health.degraded("HandoverAborted", reason);
+            }
+        }
+    }
+
+    /// Ends the handover: history entry, no transition, stage RUNNING.
+    fn finish_transition(&mut self, outcome: &str, reason: Option<String>) {
+        let Some(t) = self.status.transition.take() else {
+            return;
+        };
+        let now = self.now();
+        let started = t.started_at.parse::<Timestamp>().unwrap_or(now);
+        let record = TransitionRecord {
+            epoch: t.epoch,
+            from: t.from,
+            to: t.to,
+            toggle: t.toggle,
+            outcome: outcome.to_owned(),
+            reason,
+            started_at: t.started_at.clone(),
+            finished_at: now.to_string(),
+            duration_seconds: now.duration_since(started).as_secs_f64(),
+        };
+        self.status.history.insert(0, record);
+        self.status.history.truncate(HISTORY_LEN);
+    }
+
+    fn finish(mut self, desired: Option<CoordinationState>) -> Plan {
+        if let Some(desired) = desired {
+            let write = match &self.obs.configmap {
+                ConfigMapObs::Valid(seen) => *seen != desired,
+                ConfigMapObs::Absent => true,
+                ConfigMapObs::Invalid(why) => {
+                    self.note(
+                        true,
+                        "ConfigMapRepaired",
+                        format!("the coordination ConfigMap did not parse ({why}); rewriting it"),
+                    );
+                    true
+                }
+            };
+            if write {
+                self.actions.insert(0, Action::WriteConfigMap(desired));
+            }
+            self.status.stage = Some(desired.stage);
+        }
+        self.status.observed_generation = Some(self.obs.generation);
+        let phase = self.status.transition.as_ref().map(|t| t.phase);
+        conditions::update(
+            &mut self.status.conditions,
+            &self.health,
+            phase,
+            self.obs.generation,
+            self.obs.now,
+        );
+        Plan {
+            status: self.status,
+            actions: self.actions,
+            notes: self.notes,
+            requeue_after: self.requeue,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod world;

@@ -1,0 +1,747 @@
+//! Every phase × event cell of the handover, one test each.
+
+use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
+
+use super::{Action, plan};
+use crate::fixtures::{observed, running, with_child};
+use crate::observed::{ConfigMapObs, ManualAction, Observed, SavepointObs};
+use crate::resource::{Phase, RestoreFrom, Transition};
+use crate::settings::validate;
+
+const MINUTE: i64 = 60_000;
+
+fn cm(active: Color, stage: Stage, toggle: Toggle, epoch: u64) -> CoordinationState {
+    CoordinationState {
+        active,
+        deletion_delay_ms: 0,
+        stage,
+        toggle,
+        epoch,
+    }
+}
+
+fn at(obs: Observed, rfc3339: &str) -> Observed {
+    Observed {
+        now: rfc3339.parse().unwrap(),
+        ..obs
+    }
+}
+
+fn condition<'a>(plan: &'a super::Plan, type_: &str) -> (&'a str, &'a str) {
+    let c = plan
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .expect("condition");
+    (c.status.as_str(), c.reason.as_str())
+}
+
+/// Blue running with template h1 in steady state (epoch 0), the template now `hash`.
+fn steady_blue(hash: &str) -> Observed {
+    let mut obs = observed();
+    obs.template_hash = hash.into();
+    obs.status.active_color = Some(Color::Blue);
+    obs.status.deployed_template_hash = Some("h1".into());
+    obs.configmap = ConfigMapObs::Valid(cm(Color::Blue, Stage::Running, Toggle::NotSet, 0));
+    with_child(
+        obs,
+        Color::Blue,
+        Some(running("h1", 0, 0, Some(1_000), 900)),
+    )
+}
+
+/// A handover blue → green (epoch 1, template h2) in `phase`, with the matching ConfigMap.
+fn handover(phase: Phase, toggle: Option<i64>) -> Observed {
+    let mut obs = steady_blue("h2");
+    obs.status.epoch = u64::from(phase != Phase::Snapshotting);
+    obs.status.transition = Some(Transition {
+        from: Some(Color::Blue),
+        to: Color::Green,
+        epoch: 1,
+        template_hash: "h2".into(),
+        generation: 2,
+        redeploy_nonce: None,
+        phase,
+        toggle,
+        savepoint_trigger_id: None,
+        restore_path: Some("file:///sp/1".into()),
+        savepoint_attempts: 0,
+        started_at: "2026-01-01T00:00:00Z".into(),
+        phase_started_at: "2026-01-01T00:00:00Z".into(),
+        abort_reason: None,
+    });
+    let desired = super::desired_configmap(&obs.status, &obs).expect("desired");
+    obs.configmap = ConfigMapObs::Valid(desired);
+    obs
+}
+
+fn transition(plan: &super::Plan) -> &Transition {
+    plan.status.transition.as_ref().expect("transition")
+}
+
+#[test]
+fn first_deployment_writes_initializing_then_creates_blue() {
+    let p = plan(&observed());
+    assert_eq!(
+        p.actions,
+        vec![
+            Action::WriteConfigMap(cm(Color::Blue, Stage::Initializing, Toggle::NotSet, 0)),
+            Action::ApplyChild {
+                color: Color::Blue,
+                template_hash: "h1".into(),
+                restore_path: None
+            },
+        ]
+    );
+    assert_eq!(transition(&p).phase, Phase::Deploying);
+    assert_eq!(condition(&p, "Ready").0, "False");
+}
+
+#[test]
+fn first_deployment_starts_from_the_initial_savepoint() {
+    let mut obs = observed();
+    obs.initial_savepoint = Some("s3://sp/old".into());
+    let p = plan(&obs);
+    assert!(p.actions.contains(&Action::ApplyChild {
+        color: Color::Blue,
+        template_hash: "h1".into(),
+        restore_path: Some("s3://sp/old".into())
+    }));
+}
+
+#[test]
+fn first_deployment_completes_when_blue_runs() {
+    let mut obs = observed();
+    obs.status = plan(&obs).status;
+    obs.configmap = ConfigMapObs::Valid(cm(Color::Blue, Stage::Initializing, Toggle::NotSet, 0));
+    let obs = with_child(obs, Color::Blue, Some(running("h1", 0, 0, None, i64::MIN)));
+    let p = plan(&obs);
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(cm(
+            Color::Blue,
+            Stage::Running,
+            Toggle::NotSet,
+            0
+        ))]
+    );
+    assert_eq!(p.status.active_color, Some(Color::Blue));
+    assert!(p.status.transition.is_none());
+    assert_eq!(condition(&p, "Ready"), ("True", "Running"));
+    assert_eq!(p.status.history[0].outcome, "Deployed");
+}
+
+#[test]
+fn steady_state_without_changes_does_nothing() {
+    let p = plan(&steady_blue("h1"));
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(condition(&p, "Ready").0, "True");
+    assert_eq!(condition(&p, "Degraded").0, "False");
+}
+
+#[test]
+fn suspend_is_applied_in_place_without_a_handover() {
+    let mut obs = steady_blue("h1");
+    obs.wanted_job_state = "suspended".into();
+    let p = plan(&obs);
+    assert_eq!(
+        p.actions,
+        vec![Action::ApplyChild {
+            color: Color::Blue,
+            template_hash: "h1".into(),
+            restore_path: None
+        }]
+    );
+    assert!(p.status.transition.is_none());
+}
+
+#[test]
+fn a_template_change_starts_with_a_savepoint_and_leaves_the_configmap_alone() {
+    let p = plan(&steady_blue("h2"));
+    assert_eq!(p.actions, vec![Action::TriggerSavepoint(Color::Blue)]);
+    let t = transition(&p);
+    assert_eq!(
+        (t.phase, t.from, t.to, t.epoch),
+        (Phase::Snapshotting, Some(Color::Blue), Color::Green, 1)
+    );
+    assert_eq!(p.status.epoch, 0);
+    assert_eq!(condition(&p, "Progressing"), ("True", "Snapshotting"));
+}
+
+#[test]
+fn a_completed_savepoint_moves_the_configmap_before_creating_green() {
+    let mut obs = handover(Phase::Snapshotting, None);
+    obs.status.transition.as_mut().unwrap().savepoint_trigger_id = Some("t1".into());
+    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().savepoint =
+        Some(SavepointObs::Completed("file:///sp/9".into()));
+    let p = plan(&obs);
+    assert_eq!(
+        p.actions,
+        vec![
+            Action::WriteConfigMap(cm(Color::Green, Stage::Transitioning, Toggle::NotSet, 1)),
+            Action::ApplyChild {
+                color: Color::Green,
+                template_hash: "h2".into(),
+                restore_path: Some("file:///sp/9".into())
+            },
+        ]
+    );
+    assert_eq!(transition(&p).phase, Phase::Deploying);
+    assert_eq!(p.status.epoch, 1);
+}
+
+#[test]
+fn a_failed_savepoint_is_retried_after_backoff_then_the_handover_is_given_up() {
+    let mut obs = handover(Phase::Snapshotting, None);
+    obs.status.transition.as_mut().unwrap().savepoint_trigger_id = Some("t1".into());
+    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().savepoint =
+        Some(SavepointObs::Failed("disk full".into()));
+    let p = plan(&obs);
+    assert!(p.actions.is_empty());
+    assert_eq!(transition(&p).savepoint_attempts, 1);
+    assert!(transition(&p).savepoint_trigger_id.is_none());
+    // Within the backoff: wait.
+    let mut again = obs.clone();
+    again.status = p.status.clone();
+    again
+        .blue
+        .as_mut()
+        .unwrap()
+        .flink
+        .as_mut()
+        .unwrap()
+        .savepoint = None;
+    assert!(
+        plan(&at(again.clone(), "2026-01-01T00:00:05Z"))
+            .actions
+            .is_empty()
+    );
+    // After it: trigger again.
+    let p2 = plan(&at(again, "2026-01-01T00:00:11Z"));
+    assert_eq!(p2.actions, vec![Action::TriggerSavepoint(Color::Blue)]);
+    // The third failure gives up: nothing deployed, ConfigMap untouched, Degraded.
+    let mut last = obs;
+    last.status.transition.as_mut().unwrap().savepoint_attempts = 2;
+    let p3 = plan(&last);
+    assert!(p3.status.transition.is_none());
+    assert!(p3.actions.is_empty(), "{:?}", p3.actions);
+    assert_eq!(condition(&p3, "Degraded"), ("True", "SavepointFailed"));
+    assert_eq!(p3.status.failed_template_hash.as_deref(), Some("h2"));
+    assert_eq!(p3.status.history[0].outcome, "Aborted");
+}
+
+#[test]
+fn a_savepoint_that_takes_too_long_counts_as_failed() {
+    let mut obs = handover(Phase::Snapshotting, None);
+    obs.status.transition.as_mut().unwrap().savepoint_trigger_id = Some("t1".into());
+    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().savepoint = Some(SavepointObs::InProgress);
+    assert!(
+        plan(&at(obs.clone(), "2026-01-01T00:05:00Z"))
+            .actions
+            .is_empty()
+    );
+    let p = plan(&at(obs, "2026-01-01T00:10:01Z"));
+    assert_eq!(transition(&p).savepoint_attempts, 1);
+}
+
+#[test]
+fn restore_from_last_checkpoint_skips_the_savepoint() {
+    let mut obs = steady_blue("h2");
+    obs.settings = validate(&{
+        let mut s = crate::fixtures::spec("local:///job.jar");
+        s.coordination.restore_from = RestoreFrom::LastCheckpoint;
+        s
+    })
+    .map_err(|e| (String::new(), e.to_string()));
+    let p = plan(&obs);
+    assert_eq!(transition(&p).phase, Phase::Deploying);
+    assert!(p.actions.contains(&Action::ApplyChild {
+        color: Color::Green,
+        template_hash: "h2".into(),
+        restore_path: Some("file:///cp/3".into())
+    }));
+}
+
+#[test]
+fn a_new_redeploy_nonce_starts_from_the_given_savepoint() {
+    let mut obs = steady_blue("h2");
+    obs.redeploy_nonce = Some(7);
+    obs.initial_savepoint = Some("s3://sp/given".into());
+    let p = plan(&obs);
+    assert_eq!(transition(&p).phase, Phase::Deploying);
+    assert_eq!(
+        transition(&p).restore_path.as_deref(),
+        Some("s3://sp/given")
+    );
+}
+
+#[test]
+fn green_not_running_within_the_grace_period_aborts_and_deletes_it() {
+    let mut obs = handover(Phase::Deploying, None);
+    let mut green = running("h2", 1, 0, None, i64::MIN);
+    green.job_state = Some("CREATED".into());
+    obs = with_child(obs, Color::Green, Some(green));
+    assert!(
+        plan(&at(obs.clone(), "2026-01-01T00:09:00Z"))
+            .actions
+            .is_empty()
+    );
+    let p = plan(&at(obs, "2026-01-01T00:10:01Z"));
+    assert_eq!(
+        p.actions,
+        vec![
+            Action::WriteConfigMap(cm(Color::Green, Stage::Failing, Toggle::NotSet, 1)),
+            Action::DeleteChild(Color::Green),
+        ]
+    );
+    assert_eq!(transition(&p).phase, Phase::Aborting);
+    assert_eq!(condition(&p, "Degraded"), ("True", "IncomingNotRunning"));
+}
+
+#[test]
+fn a_failed_green_aborts_at_once() {
+    let mut obs = handover(Phase::Deploying, None);
+    let mut green = running("h2", 1, 0, None, i64::MIN);
+    green.job_state = Some("FAILED".into());
+    green.error = Some("ClassNotFoundException".into());
+    obs = with_child(obs, Color::Green, Some(green));
+    let p = plan(&obs);
+    assert_eq!(transition(&p).phase, Phase::Aborting);
+    assert!(
+        transition(&p)
+            .abort_reason
+            .as_deref()
+            .unwrap()
+            .contains("ClassNotFoundException")
+    );
+}
+
+#[test]
+fn an_abort_completes_once_green_is_gone_and_the_template_is_not_retried() {
+    let mut obs = handover(Phase::Aborting, None);
+    obs.status.transition.as_mut().unwrap().abort_reason = Some("IncomingFailed: boom".into());
+    obs.status.failed_template_hash = Some("h2".into());
+    let p = plan(&obs);
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(cm(
+            Color::Blue,
+            Stage::Running,
+            Toggle::NotSet,
+            1
+        ))]
+    );
+    assert!(p.status.transition.is_none());
+    assert_eq!(p.status.active_color, Some(Color::Blue));
+    assert_eq!(condition(&p, "Degraded"), ("True", "HandoverAborted"));
+    // Next reconcile: same template → nothing; the abort reset every per-transition field.
+    let mut next = obs.clone();
+    next.status = p.status.clone();
+    next.configmap = ConfigMapObs::Valid(cm(Color::Blue, Stage::Running, Toggle::NotSet, 1));
+    let p2 = plan(&next);
+    assert!(p2.actions.is_empty());
+    assert_eq!(condition(&p2, "Degraded"), ("True", "HandoverAborted"));
+    // A new template tries again, with a fresh epoch and no stale trigger id.
+    next.template_hash = "h3".into();
+    next.status = p2.status;
+    let p3 = plan(&next);
+    let t = transition(&p3);
+    assert_eq!(
+        (t.epoch, t.savepoint_trigger_id.clone(), t.toggle),
+        (2, None, None)
+    );
+    assert_eq!(p3.actions, vec![Action::TriggerSavepoint(Color::Blue)]);
+}
+
+#[test]
+fn green_running_proposes_w_after_the_outgoing_progress() {
+    let obs = with_child(
+        handover(Phase::Deploying, None),
+        Color::Green,
+        Some(running("h2", 1, 0, None, i64::MIN)),
+    );
+    let p = plan(&obs);
+    // Blue's gates passed up to 1_000 and its watermark is 900: W = 1_000 + 1 minute.
+    let w = 1_000 + MINUTE;
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(cm(
+            Color::Green,
+            Stage::Transitioning,
+            Toggle::Proposed(w),
+            1
+        ))]
+    );
+    assert_eq!(
+        (transition(&p).phase, transition(&p).toggle),
+        (Phase::ConfirmingToggle, Some(w))
+    );
+}
+
+#[test]
+fn an_outgoing_job_without_gates_cannot_hand_over() {
+    let mut obs = with_child(
+        handover(Phase::Deploying, None),
+        Color::Green,
+        Some(running("h2", 1, 0, None, i64::MIN)),
+    );
+    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().gates = None;
+    let p = plan(&obs);
+    assert!(p.actions.is_empty());
+    assert_eq!(condition(&p, "Progressing"), ("True", "NoGateMetrics"));
+}
+
+#[test]
+fn w_is_set_only_after_every_outgoing_gate_acknowledged_it() {
+    let w = 70_000;
+    let green = running("h2", 1, 0, None, i64::MIN);
+    let not_acked = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(w)),
+            Color::Green,
+            Some(green.clone()),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 0, Some(5_000), 4_000)),
+    );
+    assert!(plan(&not_acked).actions.is_empty());
+    let acked = with_child(
+        not_acked,
+        Color::Blue,
+        Some(running("h1", 1, 1, Some(5_000), 4_000)),
+    );
+    let p = plan(&acked);
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(cm(
+            Color::Green,
+            Stage::Transitioning,
+            Toggle::Set(w),
+            1
+        ))]
+    );
+    assert_eq!(transition(&p).phase, Phase::ToggleSet);
+}
+
+#[test]
+fn w_is_raised_when_an_outgoing_gate_already_passed_it() {
+    let w = 70_000;
+    let obs = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(w)),
+            Color::Green,
+            Some(running("h2", 1, 0, None, i64::MIN)),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 1, Some(80_000), 4_000)),
+    );
+    let p = plan(&obs);
+    let raised = 80_000 + MINUTE;
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(cm(
+            Color::Green,
+            Stage::Transitioning,
+            Toggle::Proposed(raised),
+            1
+        ))]
+    );
+    assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
+}
+
+#[test]
+fn promotion_waits_for_checkpoints_and_both_watermarks() {
+    let w = 70_000;
+    let base = handover(Phase::ToggleSet, Some(w));
+    let obs = with_child(
+        with_child(
+            base,
+            Color::Green,
+            Some(running("h2", 1, 2, Some(71_000), 69_000)),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 2, Some(70_000), 71_000)),
+    );
+    let p = plan(&obs);
+    assert!(p.actions.is_empty());
+    assert!(condition(&p, "Progressing").1 == "ToggleSet");
+    let ready = with_child(
+        obs,
+        Color::Green,
+        Some(running("h2", 1, 2, Some(72_000), 70_001)),
+    );
+    let p = plan(&ready);
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(cm(
+            Color::Green,
+            Stage::ClearToTeardown,
+            Toggle::Set(w),
+            1
+        ))]
+    );
+    assert_eq!(p.status.active_color, Some(Color::Green));
+    assert_eq!(p.status.deployed_template_hash.as_deref(), Some("h2"));
+    assert_eq!(transition(&p).phase, Phase::ClearToTeardown);
+}
+
+#[test]
+fn manual_promotion_waits_for_the_annotation() {
+    let w = 70_000;
+    let mut obs = with_child(
+        with_child(
+            handover(Phase::ToggleSet, Some(w)),
+            Color::Green,
+            Some(running("h2", 1, 2, Some(72_000), 70_001)),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 2, Some(70_000), 71_000)),
+    );
+    obs.settings = validate(&{
+        let mut s = crate::fixtures::spec("local:///job.jar");
+        s.coordination.promotion = crate::resource::Promotion::Manual;
+        s
+    })
+    .map_err(|e| (String::new(), e.to_string()));
+    let p = plan(&obs);
+    assert!(p.actions.is_empty());
+    assert_eq!(condition(&p, "Progressing").1, "AwaitingPromotion");
+    obs.action = Some(ManualAction::Promote);
+    let p = plan(&obs);
+    assert_eq!(transition(&p).phase, Phase::ClearToTeardown);
+    assert!(p.actions.contains(&Action::ClearManualAction));
+}
+
+#[test]
+fn an_abort_after_w_is_set_is_refused() {
+    let mut obs = with_child(
+        handover(Phase::ToggleSet, Some(70_000)),
+        Color::Green,
+        Some(running("h2", 1, 2, Some(72_000), 0)),
+    );
+    obs.action = Some(ManualAction::Abort);
+    let p = plan(&obs);
+    assert_eq!(transition(&p).phase, Phase::ToggleSet);
+    assert_eq!(p.actions, vec![Action::ClearManualAction]);
+    assert!(p.notes.iter().any(|n| n.reason == "ActionRefused"));
+}
+
+#[test]
+fn a_manual_abort_before_w_is_set_aborts() {
+    let mut obs = with_child(
+        handover(Phase::Deploying, None),
+        Color::Green,
+        Some(running("h2", 1, 0, None, 0)),
+    );
+    obs.action = Some(ManualAction::Abort);
+    let p = plan(&obs);
+    assert_eq!(transition(&p).phase, Phase::Aborting);
+    assert!(p.actions.contains(&Action::ClearManualAction));
+    assert!(p.actions.contains(&Action::DeleteChild(Color::Green)));
+}
+
+#[test]
+fn a_template_change_before_w_is_set_aborts_and_starts_over() {
+    let mut obs = with_child(
+        handover(Phase::ConfirmingToggle, Some(70_000)),
+        Color::Green,
+        Some(running("h2", 1, 0, None, 0)),
+    );
+    obs.template_hash = "h3".into();
+    let p = plan(&obs);
+    assert_eq!(transition(&p).phase, Phase::Aborting);
+    assert_eq!(
+        p.actions[0],
+        Action::WriteConfigMap(cm(
+            Color::Green,
+            Stage::Failing,
+            Toggle::Proposed(70_000),
+            1
+        ))
+    );
+    assert!(
+        p.status.failed_template_hash.is_none(),
+        "a superseded template is not a failed one"
+    );
+}
+
+#[test]
+fn a_template_change_after_w_is_set_updates_green_in_place() {
+    let mut obs = with_child(
+        handover(Phase::ToggleSet, Some(70_000)),
+        Color::Green,
+        Some(running("h2", 1, 2, None, 0)),
+    );
+    obs.template_hash = "h3".into();
+    let p = plan(&obs);
+    assert_eq!(
+        p.actions,
+        vec![Action::ApplyChild {
+            color: Color::Green,
+            template_hash: "h3".into(),
+            restore_path: None
+        }]
+    );
+    assert_eq!(transition(&p).template_hash, "h3");
+    assert_eq!(transition(&p).phase, Phase::ToggleSet);
+}
+
+#[test]
+fn green_failing_after_w_is_set_is_degraded_but_never_aborted() {
+    let mut green = running("h2", 1, 2, None, 0);
+    green.job_state = Some("FAILED".into());
+    let obs = with_child(
+        handover(Phase::ToggleSet, Some(70_000)),
+        Color::Green,
+        Some(green),
+    );
+    let p = plan(&at(obs, "2026-01-01T05:00:00Z"));
+    assert!(p.actions.is_empty());
+    assert_eq!(transition(&p).phase, Phase::ToggleSet);
+    assert_eq!(
+        condition(&p, "Degraded"),
+        ("True", "IncomingFailedAfterToggle")
+    );
+}
+
+#[test]
+fn green_deleted_after_w_is_set_is_not_recreated_from_the_old_savepoint() {
+    let obs = with_child(handover(Phase::ToggleSet, Some(70_000)), Color::Green, None);
+    let p = plan(&obs);
+    assert!(p.actions.is_empty());
+    assert_eq!(condition(&p, "Degraded").1, "IncomingMissingAfterToggle");
+}
+
+#[test]
+fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
+    let mut obs = with_child(
+        handover(Phase::ClearToTeardown, Some(70_000)),
+        Color::Green,
+        Some(running("h2", 1, 2, None, 80_000)),
+    );
+    obs.settings = validate(&{
+        let mut s = crate::fixtures::spec("local:///job.jar");
+        s.coordination.deployment_deletion_delay = "30s".into();
+        s
+    })
+    .map_err(|e| (String::new(), e.to_string()));
+    let delay_cm = |c: CoordinationState| CoordinationState {
+        deletion_delay_ms: 30_000,
+        ..c
+    };
+    obs.configmap = ConfigMapObs::Valid(delay_cm(cm(
+        Color::Green,
+        Stage::ClearToTeardown,
+        Toggle::Set(70_000),
+        1,
+    )));
+    obs.status.active_color = Some(Color::Green);
+    assert!(
+        plan(&at(obs.clone(), "2026-01-01T00:00:29Z"))
+            .actions
+            .is_empty()
+    );
+    let p = plan(&at(obs.clone(), "2026-01-01T00:00:30Z"));
+    assert_eq!(p.actions, vec![Action::DeleteChild(Color::Blue)]);
+    assert_eq!(transition(&p).phase, Phase::TearingDown);
+    // Blue gone: RUNNING green, history says Promoted.
+    let mut gone = with_child(obs, Color::Blue, None);
+    gone.status = p.status;
+    let p = plan(&gone);
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(delay_cm(cm(
+            Color::Green,
+            Stage::Running,
+            Toggle::NotSet,
+            1
+        )))]
+    );
+    assert!(p.status.transition.is_none());
+    assert_eq!(p.status.history[0].outcome, "Promoted");
+    assert_eq!(p.status.history[0].toggle, Some(70_000));
+    assert_eq!(condition(&p, "Ready").0, "True");
+}
+
+#[test]
+fn manual_teardown_skips_the_deletion_delay() {
+    let mut obs = handover(Phase::ClearToTeardown, Some(70_000));
+    obs.status.active_color = Some(Color::Green);
+    obs.action = Some(ManualAction::Teardown);
+    let p = plan(&obs);
+    assert!(p.actions.contains(&Action::DeleteChild(Color::Blue)));
+}
+
+#[test]
+fn an_invalid_spec_changes_nothing_that_runs() {
+    let mut obs = steady_blue("h2");
+    obs.settings = Err((
+        "spec.coordination.abortGracePeriod".into(),
+        "\"soon\" is not a duration".into(),
+    ));
+    let p = plan(&obs);
+    assert!(p.actions.is_empty());
+    assert!(p.status.transition.is_none());
+    let (status, reason) = condition(&p, "Degraded");
+    assert_eq!((status, reason), ("True", "InvalidSpec"));
+    let message = &p
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Degraded")
+        .unwrap()
+        .message;
+    assert!(
+        message.contains("spec.coordination.abortGracePeriod"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_hand_edited_configmap_that_cannot_be_reconciled_stops_the_controller() {
+    let mut obs = handover(Phase::Deploying, None);
+    obs.configmap = ConfigMapObs::Valid(cm(Color::Green, Stage::Transitioning, Toggle::Set(5), 1));
+    let p = plan(&obs);
+    assert!(p.actions.is_empty());
+    assert_eq!(condition(&p, "Degraded").1, "ConfigMapDiverged");
+}
+
+#[test]
+fn a_configmap_that_does_not_parse_is_rewritten() {
+    let mut obs = steady_blue("h1");
+    obs.configmap = ConfigMapObs::Invalid("key `stage` has invalid value".into());
+    let p = plan(&obs);
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(cm(
+            Color::Blue,
+            Stage::Running,
+            Toggle::NotSet,
+            0
+        ))]
+    );
+    assert!(p.notes.iter().any(|n| n.reason == "ConfigMapRepaired"));
+}
+
+#[test]
+fn replanning_the_same_observation_is_idempotent() {
+    let obs = with_child(
+        handover(Phase::Deploying, None),
+        Color::Green,
+        Some({
+            let mut g = running("h2", 1, 0, None, 0);
+            g.job_state = Some("CREATED".into());
+            g
+        }),
+    );
+    let p1 = plan(&obs);
+    let mut again = obs;
+    again.status = p1.status.clone();
+    let p2 = plan(&again);
+    assert_eq!(p1.actions, p2.actions);
+    assert!(
+        p1.actions.is_empty(),
+        "green exists with the right hash and the ConfigMap is current"
+    );
+}

@@ -1,0 +1,378 @@
+//! A model of the world around the controller — the ConfigMap, two jobs with gates that see the
+//! ConfigMap late, savepoints, deletions — driven by `plan` with crashes between any two actions.
+//! Each job emits one record per event-time tick through the protocol's rule; after the handover
+//! every tick must have been emitted exactly once.
+
+use std::collections::BTreeMap;
+
+use bluegreen_protocol::{Color, CoordinationState, Decision, Rule, Stage, check_transition};
+use jiff::SignedDuration;
+use proptest::prelude::*;
+
+use super::{Action, plan};
+use crate::fixtures::observed;
+use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, GateObs, Observed, SavepointObs};
+use crate::resource::FlinkBlueGreenDeploymentStatus;
+
+/// Deterministic choices from a proptest seed.
+struct Dice(u64);
+
+impl Dice {
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One simulated job.
+#[derive(Clone, Debug)]
+struct Job {
+    color: Color,
+    hash: String,
+    /// Steps until it runs.
+    starting: u64,
+    deleting: bool,
+    /// Next tick to process (records are in event-time order: the watermark is `next - 1`).
+    next: i64,
+    max_passed: Option<i64>,
+    /// The ConfigMap states this job's gates have seen, newest last; they apply them late.
+    seen: Vec<CoordinationState>,
+    /// Index in `seen` of the state the gates apply: it only moves forward, late.
+    applied: usize,
+    savepoint: Option<(u64, i64)>,
+    checkpoints: u64,
+}
+
+impl Job {
+    fn view(&self) -> Option<&CoordinationState> {
+        self.seen.get(self.applied)
+    }
+
+    fn running(&self) -> bool {
+        self.starting == 0 && !self.deleting
+    }
+}
+
+struct World {
+    obs: Observed,
+    configmap: Option<CoordinationState>,
+    jobs: BTreeMap<Color, Job>,
+    /// Emissions per tick.
+    ledger: BTreeMap<i64, u32>,
+    savepoints: BTreeMap<String, i64>,
+    dice: Dice,
+}
+
+impl World {
+    fn new(seed: u64) -> Self {
+        let mut obs = observed();
+        let mut spec = crate::fixtures::spec("local:///job.jar");
+        spec.coordination.toggle.offset = Some("20ms".into());
+        obs.settings = crate::settings::validate(&spec).map_err(|e| (String::new(), e.to_string()));
+        Self {
+            obs,
+            configmap: None,
+            jobs: BTreeMap::new(),
+            ledger: BTreeMap::new(),
+            savepoints: BTreeMap::new(),
+            dice: Dice(seed),
+        }
+    }
+
+    /// Jobs process up to 5 ticks each (a Hold stalls them); savepoints progress; deletions finish.
+    fn advance(&mut self) {
+        self.obs.now += SignedDuration::from_secs(1);
+        let cm = self.configmap;
+        let colors: Vec<Color> = self.jobs.keys().copied().collect();
+        for color in colors {
+            let steps = self.dice.below(6);
+            let lag_change = self.dice.below(4);
+            let job = self.jobs.get_mut(&color).expect("job");
+            if job.deleting {
+                self.jobs.remove(&color);
+                continue;
+            }
+            if let Some(cm) = cm
+                && job.seen.last() != Some(&cm)
+            {
+                job.seen.push(cm);
+            }
+            let lag = usize::try_from(lag_change).expect("small");
+            job.applied = job.applied.max(job.seen.len().saturating_sub(1 + lag));
+            if job.starting > 0 {
+                job.starting -= 1;
+                continue;
+            }
+            let rule = job
+                .view()
+                .map_or(Rule::HOLD, |s| Rule::for_state(s, job.color));
+            for _ in 0..steps {
+                match rule.decide(job.next) {
+                    Decision::Hold => break,
+                    Decision::Pass => {
+                        *self.ledger.entry(job.next).or_default() += 1;
+                        job.max_passed = Some(job.max_passed.map_or(job.next, |m| m.max(job.next)));
+                    }
+                    Decision::Drop => {}
+                }
+                job.next += 1;
+            }
+            job.checkpoints += 1;
+            if let Some((left, pos)) = job.savepoint {
+                job.savepoint = Some((left.saturating_sub(1), pos));
+            }
+        }
+    }
+
+    fn child_obs(&self, color: Color, trigger: Option<&String>) -> Option<ChildObs> {
+        let job = self.jobs.get(&color)?;
+        let view = job.view();
+        let savepoint = match (trigger, job.savepoint) {
+            (Some(_), Some((0, pos))) => Some(SavepointObs::Completed(format!(
+                "sp-{}-{pos}",
+                color.suffix()
+            ))),
+            (Some(_), Some(_)) => Some(SavepointObs::InProgress),
+            _ => None,
+        };
+        Some(ChildObs {
+            template_hash: Some(job.hash.clone()),
+            deleting: job.deleting,
+            lifecycle: Some("STABLE".into()),
+            job_state: Some(if job.running() { "RUNNING" } else { "CREATED" }.into()),
+            job_id: Some(format!("{}-job", color.suffix())),
+            error: None,
+            spec_job_state: Some("running".into()),
+            flink: job.running().then(|| FlinkObs {
+                checkpoints_completed: job.checkpoints,
+                latest_checkpoint: None,
+                savepoint,
+                gates: view.map(|v| GateObs {
+                    min_epoch: v.epoch,
+                    min_watermark_stage: v.toggle.stage() as u8,
+                    max_passed: job.max_passed,
+                }),
+                watermark: Some(job.next - 1),
+            }),
+        })
+    }
+
+    fn observe(&mut self) {
+        let trigger = self
+            .obs
+            .status
+            .transition
+            .as_ref()
+            .and_then(|t| t.savepoint_trigger_id.clone());
+        self.obs.configmap = self
+            .configmap
+            .map_or(ConfigMapObs::Absent, ConfigMapObs::Valid);
+        self.obs.blue = self.child_obs(Color::Blue, trigger.as_ref());
+        self.obs.green = self.child_obs(Color::Green, trigger.as_ref());
+    }
+
+    /// Executes `action`, checking the invariants a real cluster relies on.
+    fn execute(&mut self, action: &Action, status: &FlinkBlueGreenDeploymentStatus) {
+        match action {
+            Action::WriteConfigMap(next) => {
+                if let Some(prev) = &self.configmap {
+                    check_transition(prev, next)
+                        .unwrap_or_else(|e| panic!("illegal ConfigMap write: {e}"));
+                }
+                self.configmap = Some(*next);
+            }
+            Action::ApplyChild {
+                color,
+                template_hash,
+                restore_path,
+            } => {
+                if let Some(job) = self.jobs.get_mut(color) {
+                    job.hash.clone_from(template_hash);
+                    return;
+                }
+                let cm = self
+                    .configmap
+                    .expect("the ConfigMap is written before any child");
+                if cm.stage == Stage::Transitioning {
+                    assert_eq!(
+                        cm.active, *color,
+                        "a new incoming child needs TRANSITIONING towards it first"
+                    );
+                }
+                let start = restore_path.as_ref().map_or(0, |p| self.savepoints[p]);
+                let starting = 1 + self.dice.below(5);
+                self.jobs.insert(
+                    *color,
+                    Job {
+                        color: *color,
+                        hash: template_hash.clone(),
+                        starting,
+                        deleting: false,
+                        next: start,
+                        max_passed: None,
+                        seen: Vec::new(),
+                        applied: 0,
+                        savepoint: None,
+                        checkpoints: 0,
+                    },
+                );
+            }
+            Action::DeleteChild(color) => {
+                let cm = self.configmap.expect("ConfigMap");
+                if Some(*color) == status.transition.as_ref().map(|t| t.to) {
+                    assert_eq!(
+                        cm.stage,
+                        Stage::Failing,
+                        "the incoming job is deleted only in an abort"
+                    );
+                } else {
+                    assert_eq!(
+                        cm.stage,
+                        Stage::ClearToTeardown,
+                        "the outgoing job is deleted only after promotion"
+                    );
+                }
+                if let Some(job) = self.jobs.get_mut(color) {
+                    job.deleting = true;
+                }
+            }
+            Action::TriggerSavepoint(color) => {
+                let steps = self.dice.below(4);
+                let job = self
+                    .jobs
+                    .get_mut(color)
+                    .expect("savepoint of a running job");
+                let path = format!("sp-{}-{}", color.suffix(), job.next);
+                self.savepoints.insert(path, job.next);
+                job.savepoint = Some((steps, job.next));
+                let t = self
+                    .obs
+                    .status
+                    .transition
+                    .as_mut()
+                    .expect("savepoint during a handover");
+                t.savepoint_trigger_id = Some("trigger".into());
+            }
+            Action::ClearManualAction => self.obs.action = None,
+        }
+    }
+
+    /// One reconcile; the controller may crash after writing its status, before any action.
+    fn reconcile(&mut self) {
+        self.observe();
+        let p = plan(&self.obs);
+        self.obs.status = p.status.clone();
+        let crash_after = usize::try_from(self.dice.below(8)).expect("small");
+        for action in p.actions.iter().take(if crash_after < 2 {
+            crash_after
+        } else {
+            usize::MAX
+        }) {
+            self.execute(action, &p.status);
+        }
+    }
+}
+
+fn run_until(world: &mut World, done: impl Fn(&World) -> bool, what: &str) {
+    for _ in 0..2_000 {
+        if done(world) {
+            return;
+        }
+        world.reconcile();
+        world.advance();
+    }
+    panic!(
+        "{what} did not happen: status {:#?}, configmap {:?}",
+        world.obs.status, world.configmap
+    );
+}
+
+fn steady(world: &World, color: Color, hash: &str) -> bool {
+    world.obs.status.transition.is_none()
+        && world.obs.status.active_color == Some(color)
+        && world.obs.status.deployed_template_hash.as_deref() == Some(hash)
+        && world.jobs.len() == 1
+        && world.jobs.contains_key(&color)
+        && world
+            .configmap
+            .is_some_and(|c| c.stage == Stage::Running && c.active == color)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Deploy, then hand over blue → green → blue → green with crashes anywhere and gates that
+    /// apply the ConfigMap late: every tick up to the final watermark is emitted exactly once.
+    #[test]
+    fn handovers_with_crashes_and_late_gates_emit_every_record_exactly_once(seed in any::<u64>()) {
+        let mut world = World::new(seed);
+        run_until(&mut world, |w| steady(w, Color::Blue, "h1"), "first deployment");
+        let mut color = Color::Blue;
+        for (i, hash) in ["h2", "h3", "h4"].into_iter().enumerate() {
+            world.obs.template_hash = hash.into();
+            world.obs.generation = i64::try_from(i).unwrap() + 2;
+            color = color.other();
+            run_until(&mut world, |w| steady(w, color, hash), "handover");
+        }
+        let horizon = world.jobs[&color].next - 1;
+        let wrong: Vec<(i64, u32)> = (0..horizon)
+            .map(|t| (t, world.ledger.get(&t).copied().unwrap_or(0)))
+            .filter(|(_, n)| *n != 1)
+            .take(5)
+            .collect();
+        prop_assert!(wrong.is_empty(), "ticks not emitted exactly once (tick, count): {:?}", wrong);
+        prop_assert_eq!(world.obs.status.history.len(), 4);
+        prop_assert!(world.obs.status.history.iter().take(3).all(|h| h.outcome == "Promoted"));
+    }
+}
+
+#[test]
+fn the_ledger_catches_a_w_set_without_acknowledgement() {
+    // The oracle can fail: if green applied WATERMARK_SET while a blue gate still saw
+    // WATERMARK_NOT_SET (what the acknowledgement step prevents), both pass records above W.
+    let mut world = World::new(7);
+    run_until(
+        &mut world,
+        |w| steady(w, Color::Blue, "h1"),
+        "first deployment",
+    );
+    world.obs.template_hash = "h2".into();
+    run_until(
+        &mut world,
+        |w| w.jobs.len() == 2 && w.jobs.values().all(Job::running),
+        "both jobs running",
+    );
+    let epoch = world.configmap.expect("ConfigMap").epoch;
+    let transitioning = |toggle| CoordinationState {
+        active: Color::Green,
+        deletion_delay_ms: 0,
+        stage: Stage::Transitioning,
+        toggle,
+        epoch,
+    };
+    let w = world.jobs[&Color::Blue].next;
+    world.configmap = None;
+    world.jobs.get_mut(&Color::Blue).unwrap().seen =
+        vec![transitioning(bluegreen_protocol::Toggle::NotSet)];
+    world.jobs.get_mut(&Color::Green).unwrap().seen =
+        vec![transitioning(bluegreen_protocol::Toggle::Set(w))];
+    world.jobs.get_mut(&Color::Green).unwrap().next = w;
+    for job in world.jobs.values_mut() {
+        job.applied = 0;
+    }
+    for _ in 0..20 {
+        world.advance();
+    }
+    assert!(
+        world.ledger.values().any(|n| *n > 1),
+        "both colors passing above W must show up as duplicates"
+    );
+}

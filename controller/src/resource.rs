@@ -1,0 +1,412 @@
+//! The `FlinkBlueGreenDeployment` custom resource (bluegreen.dev/v1alpha1).
+
+use std::collections::BTreeMap;
+
+use bluegreen_protocol::{Color, Stage};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The API group of our resources.
+pub const GROUP: &str = "bluegreen.dev";
+
+/// A stateful Flink job upgraded by exactly-once blue/green handovers.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "bluegreen.dev",
+    version = "v1alpha1",
+    kind = "FlinkBlueGreenDeployment",
+    namespaced,
+    shortname = "fbgd",
+    status = "FlinkBlueGreenDeploymentStatus",
+    printcolumn = r#"{"name":"Active","type":"string","jsonPath":".status.activeColor"}"#,
+    printcolumn = r#"{"name":"Stage","type":"string","jsonPath":".status.stage"}"#,
+    printcolumn = r#"{"name":"W","type":"string","jsonPath":".status.transition.toggle"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct FlinkBlueGreenDeploymentSpec {
+    /// The job, as a FlinkDeployment template: passed through to the children `<name>-blue` and
+    /// `<name>-green`.
+    pub template: FlinkDeploymentTemplate,
+    /// How handovers are coordinated.
+    #[serde(default)]
+    pub coordination: Coordination,
+}
+
+/// Metadata and spec of the child FlinkDeployments.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FlinkDeploymentTemplate {
+    /// Labels and annotations copied onto both children.
+    #[serde(default, skip_serializing_if = "TemplateMetadata::is_empty")]
+    pub metadata: TemplateMetadata,
+    /// The FlinkDeployment spec (flink.apache.org/v1beta1) of the job.
+    pub spec: FlinkDeploymentSpec,
+}
+
+/// Labels and annotations of the children.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct TemplateMetadata {
+    /// Labels added to both children.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations added to both children.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl TemplateMetadata {
+    fn is_empty(&self) -> bool {
+        self.labels.is_empty() && self.annotations.is_empty()
+    }
+}
+
+/// The part of the Apache operator's FlinkDeployment spec that bluegreen reads; every other
+/// field (jobManager, taskManager, podTemplate, ingress, logConfiguration …) is kept as written
+/// and passed through.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+pub struct FlinkDeploymentSpec {
+    /// Container image of the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Flink version, e.g. `v1_20`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flink_version: Option<String>,
+    /// Flink configuration; bluegreen adds its `bluegreen.gate.*` keys in the children.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub flink_configuration: BTreeMap<String, String>,
+    /// The job.
+    pub job: JobSpec,
+    /// Every other field of the FlinkDeployment spec, passed through unchanged.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// The job section of the FlinkDeployment spec.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+pub struct JobSpec {
+    /// URI of the job jar.
+    #[serde(rename = "jarURI")]
+    pub jar_uri: String,
+    /// Parallelism of the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<i32>,
+    /// Entry class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_class: Option<String>,
+    /// Program arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// `running` (default) or `suspended`: applied to the active child in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// The Apache operator's upgrade mode for in-place changes of a child (`savepoint` or
+    /// `last-state`; `stateless` is refused unless `coordination.restoreFrom` is `stateless`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_mode: Option<String>,
+    /// The state the very first deployment starts from; a change of
+    /// `savepointRedeployNonce` starts a handover from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_savepoint_path: Option<String>,
+    /// Change it (with `initialSavepointPath`) to start a handover from that savepoint instead
+    /// of one of the active job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub savepoint_redeploy_nonce: Option<i64>,
+    /// Every other field of the job spec, passed through unchanged.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// How handovers are coordinated.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Coordination {
+    /// How the watermark toggle value W is chosen.
+    pub toggle: ToggleChoice,
+    /// How long the outgoing job keeps running after the handover (a duration such as `30s`).
+    pub deployment_deletion_delay: String,
+    /// How long the incoming job may take to be RUNNING before the handover is aborted.
+    pub abort_grace_period: String,
+    /// Which state of the active job the incoming job starts from.
+    pub restore_from: RestoreFrom,
+    /// `auto`: promote once healthy; `manual`: wait for the `bluegreen.dev/action: promote`
+    /// annotation.
+    pub promotion: Promotion,
+    /// What the incoming job must show before it is promoted.
+    pub health: HealthRequirements,
+    /// Savepoint retries.
+    pub savepoint: SavepointPolicy,
+    /// What happens to the jobs when the resource is deleted.
+    pub on_delete: DeletionPolicy,
+}
+
+impl Default for Coordination {
+    fn default() -> Self {
+        Self {
+            toggle: ToggleChoice::default(),
+            deployment_deletion_delay: "0s".into(),
+            abort_grace_period: "10m".into(),
+            restore_from: RestoreFrom::Savepoint,
+            promotion: Promotion::Auto,
+            health: HealthRequirements::default(),
+            savepoint: SavepointPolicy::default(),
+            on_delete: DeletionPolicy::Delete,
+        }
+    }
+}
+
+/// How W is chosen: exactly one of `offset` (added to the outgoing job's progress) or `value`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToggleChoice {
+    /// Added to the outgoing job's progress (its gates' maximum passed event time or its
+    /// watermark, whichever is later), as a duration such as `1m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<String>,
+    /// An explicit W in epoch milliseconds; refused if the outgoing job has already passed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<i64>,
+}
+
+impl Default for ToggleChoice {
+    fn default() -> Self {
+        Self {
+            offset: Some("1m".into()),
+            value: None,
+        }
+    }
+}
+
+/// Which state the incoming job starts from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum RestoreFrom {
+    /// A savepoint of the active job taken for the handover (default).
+    Savepoint,
+    /// The active job's latest completed checkpoint (faster; needs retained checkpoints).
+    LastCheckpoint,
+    /// Empty state. Only when asked for explicitly.
+    Stateless,
+}
+
+/// When the incoming job is promoted.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Promotion {
+    /// As soon as the health requirements hold.
+    Auto,
+    /// After the health requirements hold and the `bluegreen.dev/action: promote` annotation is set.
+    Manual,
+}
+
+/// Health requirements of the incoming job before promotion.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HealthRequirements {
+    /// Completed checkpoints of the incoming job since it started.
+    pub min_checkpoints: u32,
+    /// If set, the incoming job's watermark may lag the outgoing job's by at most this much
+    /// (a duration) at promotion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_lag: Option<String>,
+}
+
+impl Default for HealthRequirements {
+    fn default() -> Self {
+        Self {
+            min_checkpoints: 1,
+            max_lag: None,
+        }
+    }
+}
+
+/// Savepoint retries.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SavepointPolicy {
+    /// Attempts before the handover is given up (`Degraded`, reason `SavepointFailed`).
+    pub max_attempts: u32,
+    /// Wait before the second attempt; doubles per attempt.
+    pub backoff: String,
+    /// How long one savepoint may take.
+    pub timeout: String,
+    /// `target-directory` passed to Flink; Flink's `state.savepoints.dir` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_directory: Option<String>,
+}
+
+impl Default for SavepointPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            backoff: "10s".into(),
+            timeout: "10m".into(),
+            target_directory: None,
+        }
+    }
+}
+
+/// What deleting the resource does to the jobs.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum DeletionPolicy {
+    /// Delete both children (their jobs stop).
+    Delete,
+    /// Take a savepoint of the active job first (its path is recorded in an Event), then delete.
+    SavepointThenDelete,
+    /// Leave the children running, without owner.
+    Orphan,
+}
+
+/// Observed state, written by the controller only. The `transition` block is written before
+/// each action of a handover, so a restarted controller resumes where it was.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FlinkBlueGreenDeploymentStatus {
+    /// The color that owns the output (after promotion: the incoming one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_color: Option<Color>,
+    /// The coordination stage, as in the ConfigMap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<Stage>,
+    /// The coordination epoch, as in the ConfigMap.
+    #[serde(default)]
+    pub epoch: u64,
+    /// `metadata.generation` last acted upon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Hash of the template the active child runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_template_hash: Option<String>,
+    /// `savepointRedeployNonce` of the template the active child runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_redeploy_nonce: Option<i64>,
+    /// Hash of a template whose handover was aborted: not retried until the template changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_template_hash: Option<String>,
+    /// The handover in progress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transition: Option<Transition>,
+    /// `Ready`, `Progressing`, `Degraded`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The last handovers, newest first (at most 10).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<TransitionRecord>,
+}
+
+/// A handover in progress.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Transition {
+    /// Outgoing color (`None` for the first deployment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Color>,
+    /// Incoming color.
+    pub to: Color,
+    /// The epoch of this handover.
+    pub epoch: u64,
+    /// Hash of the template the incoming child runs.
+    pub template_hash: String,
+    /// The generation that asked for it.
+    pub generation: i64,
+    /// `savepointRedeployNonce` of the incoming template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redeploy_nonce: Option<i64>,
+    /// Where the handover is.
+    pub phase: Phase,
+    /// W, once proposed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toggle: Option<i64>,
+    /// The savepoint trigger id at the outgoing job's REST API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub savepoint_trigger_id: Option<String>,
+    /// The state the incoming job starts from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_path: Option<String>,
+    /// Failed savepoint attempts so far.
+    #[serde(default)]
+    pub savepoint_attempts: u32,
+    /// When the handover started (RFC 3339).
+    pub started_at: String,
+    /// When the current phase started (RFC 3339).
+    pub phase_started_at: String,
+    /// Why the handover is being aborted, once it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_reason: Option<String>,
+}
+
+/// The phases of a handover, in order. `Aborting` leaves the sequence before `ToggleSet`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum Phase {
+    /// Taking (or choosing) the state the incoming job starts from.
+    Snapshotting,
+    /// Creating the incoming child and waiting for its job to run; its gates hold.
+    Deploying,
+    /// W is proposed; waiting for every outgoing gate to acknowledge it.
+    ConfirmingToggle,
+    /// W is set; waiting for health and both watermarks past W.
+    ToggleSet,
+    /// Promoted; the outgoing job is kept for the deletion delay.
+    ClearToTeardown,
+    /// Deleting the outgoing child.
+    TearingDown,
+    /// Aborting before W was set: deleting the incoming child.
+    Aborting,
+}
+
+/// A Kubernetes-style condition.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// `Ready`, `Progressing` or `Degraded`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// CamelCase reason.
+    pub reason: String,
+    /// Human-readable message.
+    pub message: String,
+    /// When the status last changed (RFC 3339).
+    pub last_transition_time: String,
+    /// The generation it was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// One finished handover.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TransitionRecord {
+    /// Epoch of the handover.
+    pub epoch: u64,
+    /// Outgoing color.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Color>,
+    /// Incoming color.
+    pub to: Color,
+    /// W, if it was set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toggle: Option<i64>,
+    /// `Promoted` or `Aborted`.
+    pub outcome: String,
+    /// Why, for an abort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Start (RFC 3339).
+    pub started_at: String,
+    /// End (RFC 3339).
+    pub finished_at: String,
+    /// Duration in seconds.
+    pub duration_seconds: f64,
+}

@@ -1,0 +1,219 @@
+//! Validation of a `FlinkBlueGreenDeployment` spec into the settings the handover uses
+//! (pure: no client required). Every error names the field and the fix.
+
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::resource::{DeletionPolicy, FlinkBlueGreenDeploymentSpec, Promotion, RestoreFrom};
+
+/// The validated coordination settings of one resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// How W is chosen.
+    pub toggle: ToggleRule,
+    /// `coordination.deploymentDeletionDelay`.
+    pub deletion_delay: Duration,
+    /// `coordination.abortGracePeriod`.
+    pub abort_grace: Duration,
+    /// `coordination.restoreFrom`.
+    pub restore_from: RestoreFrom,
+    /// `coordination.promotion`.
+    pub promotion: Promotion,
+    /// `coordination.health.minCheckpoints`.
+    pub min_checkpoints: u32,
+    /// `coordination.health.maxLag`.
+    pub max_lag: Option<Duration>,
+    /// `coordination.savepoint.maxAttempts`.
+    pub savepoint_attempts: u32,
+    /// `coordination.savepoint.backoff`.
+    pub savepoint_backoff: Duration,
+    /// `coordination.savepoint.timeout`.
+    pub savepoint_timeout: Duration,
+    /// `coordination.onDelete`.
+    pub on_delete: DeletionPolicy,
+}
+
+/// How W is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToggleRule {
+    /// The outgoing job's progress plus this many milliseconds.
+    Offset(i64),
+    /// This exact value.
+    Value(i64),
+}
+
+/// Validates the spec. The running jobs are not touched when this fails.
+pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<Settings, Error> {
+    let c = &spec.coordination;
+    let job = &spec.template.spec.job;
+    if job.jar_uri.trim().is_empty() {
+        return Err(invalid(
+            "spec.template.spec.job.jarURI",
+            "must name the job jar, e.g. local:///opt/flink/usrlib/job.jar",
+        ));
+    }
+    if let Some(p) = job.parallelism
+        && p < 1
+    {
+        return Err(invalid(
+            "spec.template.spec.job.parallelism",
+            "must be at least 1",
+        ));
+    }
+    if let Some(state) = &job.state
+        && state != "running"
+        && state != "suspended"
+    {
+        return Err(invalid(
+            "spec.template.spec.job.state",
+            "must be `running` or `suspended`",
+        ));
+    }
+    match job.upgrade_mode.as_deref() {
+        None | Some("savepoint" | "last-state") => {}
+        Some("stateless") if c.restore_from == RestoreFrom::Stateless => {}
+        Some("stateless") => {
+            return Err(invalid(
+                "spec.template.spec.job.upgradeMode",
+                "`stateless` would drop the job's state; use `savepoint` or `last-state`, or set coordination.restoreFrom: stateless to ask for it explicitly",
+            ));
+        }
+        Some(_) => {
+            return Err(invalid(
+                "spec.template.spec.job.upgradeMode",
+                "must be `savepoint` or `last-state`",
+            ));
+        }
+    }
+    let toggle = match (&c.toggle.offset, c.toggle.value) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "spec.coordination.toggle",
+                "set either `offset` or `value`, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(invalid(
+                "spec.coordination.toggle",
+                "set `offset` (e.g. 1m) or `value` (epoch milliseconds)",
+            ));
+        }
+        (Some(offset), None) => {
+            let ms = duration("spec.coordination.toggle.offset", offset)?.as_millis();
+            ToggleRule::Offset(
+                i64::try_from(ms)
+                    .map_err(|_| invalid("spec.coordination.toggle.offset", "is too large"))?,
+            )
+        }
+        (None, Some(v)) => ToggleRule::Value(v),
+    };
+    let max_lag = c
+        .health
+        .max_lag
+        .as_deref()
+        .map(|s| duration("spec.coordination.health.maxLag", s))
+        .transpose()?;
+    if c.savepoint.max_attempts == 0 {
+        return Err(invalid(
+            "spec.coordination.savepoint.maxAttempts",
+            "must be at least 1",
+        ));
+    }
+    Ok(Settings {
+        toggle,
+        deletion_delay: duration(
+            "spec.coordination.deploymentDeletionDelay",
+            &c.deployment_deletion_delay,
+        )?,
+        abort_grace: duration("spec.coordination.abortGracePeriod", &c.abort_grace_period)?,
+        restore_from: c.restore_from,
+        promotion: c.promotion,
+        min_checkpoints: c.health.min_checkpoints,
+        max_lag,
+        savepoint_attempts: c.savepoint.max_attempts,
+        savepoint_backoff: duration("spec.coordination.savepoint.backoff", &c.savepoint.backoff)?,
+        savepoint_timeout: duration("spec.coordination.savepoint.timeout", &c.savepoint.timeout)?,
+        on_delete: c.on_delete,
+    })
+}
+
+fn invalid(field: &'static str, fix: &'static str) -> Error {
+    Error::InvalidSpec {
+        field,
+        message: fix.to_owned(),
+    }
+}
+
+/// Parses a non-negative duration such as `90s`, `10m`, `1h30m` or `PT10M`.
+fn duration(field: &'static str, text: &str) -> Result<Duration, Error> {
+    let parsed: jiff::SignedDuration = text.parse().map_err(|e| Error::InvalidSpec {
+        field,
+        message: format!("{text:?} is not a duration ({e}); write e.g. 30s, 10m or 1h30m"),
+    })?;
+    Duration::try_from(parsed).map_err(|_| Error::InvalidSpec {
+        field,
+        message: format!("{text:?} is negative; durations must be >= 0"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::spec;
+
+    fn field_of(result: Result<Settings, Error>) -> &'static str {
+        match result {
+            Err(Error::InvalidSpec { field, .. }) => field,
+            other => panic!("expected InvalidSpec, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        let s = validate(&spec("local:///job.jar")).expect("valid");
+        assert_eq!(s.abort_grace, Duration::from_mins(10));
+        assert_eq!(s.toggle, ToggleRule::Offset(60_000));
+        assert_eq!(s.restore_from, RestoreFrom::Savepoint);
+    }
+
+    #[test]
+    fn every_invalid_field_is_named() {
+        let mut s = spec("");
+        assert_eq!(field_of(validate(&s)), "spec.template.spec.job.jarURI");
+        s = spec("local:///job.jar");
+        s.template.spec.job.parallelism = Some(0);
+        assert_eq!(field_of(validate(&s)), "spec.template.spec.job.parallelism");
+        s = spec("local:///job.jar");
+        s.template.spec.job.upgrade_mode = Some("stateless".into());
+        assert_eq!(field_of(validate(&s)), "spec.template.spec.job.upgradeMode");
+        s = spec("local:///job.jar");
+        s.coordination.abort_grace_period = "ten minutes".into();
+        assert_eq!(field_of(validate(&s)), "spec.coordination.abortGracePeriod");
+        s = spec("local:///job.jar");
+        s.coordination.deployment_deletion_delay = "-5s".into();
+        assert_eq!(
+            field_of(validate(&s)),
+            "spec.coordination.deploymentDeletionDelay"
+        );
+        s = spec("local:///job.jar");
+        s.coordination.toggle.value = Some(5);
+        assert_eq!(field_of(validate(&s)), "spec.coordination.toggle");
+        s = spec("local:///job.jar");
+        s.coordination.savepoint.max_attempts = 0;
+        assert_eq!(
+            field_of(validate(&s)),
+            "spec.coordination.savepoint.maxAttempts"
+        );
+        s = spec("local:///job.jar");
+        s.template.spec.job.state = Some("paused".into());
+        assert_eq!(field_of(validate(&s)), "spec.template.spec.job.state");
+    }
+
+    #[test]
+    fn stateless_is_allowed_only_when_asked_for() {
+        let mut s = spec("local:///job.jar");
+        s.template.spec.job.upgrade_mode = Some("stateless".into());
+        s.coordination.restore_from = RestoreFrom::Stateless;
+        assert!(validate(&s).is_ok());
+    }
+}
