@@ -64,8 +64,11 @@ pub struct Handover {
 pub struct Expectation {
     /// The topic the jobs read.
     pub source: SourceSpec,
-    /// Every record with event time `<= horizon_ms` must have been emitted exactly once.
+    /// Every record with event time `<= horizon_ms` must have been emitted exactly once...
     pub horizon_ms: i64,
+    /// ...if it arrived (became readable) by this time (`None`: whenever it arrives). Late
+    /// records can arrive after the end of a run with an event time below the horizon.
+    pub arrived_by_ms: Option<i64>,
     /// The color that owns every record before any handover (`None`: do not check colors).
     pub first_owner: Option<Color>,
     /// Handovers in the order they happened (rising W).
@@ -81,10 +84,18 @@ impl Expectation {
         Self {
             source,
             horizon_ms,
+            arrived_by_ms: None,
             first_owner: None,
             handovers: Vec::new(),
             check_counts: true,
         }
+    }
+
+    /// Expects only records that arrived by `t` (the end of the run).
+    #[must_use]
+    pub fn arrived_by(mut self, t: i64) -> Self {
+        self.arrived_by_ms = Some(t);
+        self
     }
 
     /// Checks colors: `first` owns everything before the first handover.
@@ -357,7 +368,9 @@ impl Ledger {
             if expectation.check_counts {
                 expected_count.insert(r.id, *c);
             }
-            if r.event_time > expectation.horizon_ms {
+            if r.event_time > expectation.horizon_ms
+                || expectation.arrived_by_ms.is_some_and(|t| r.arrival > t)
+            {
                 continue;
             }
             report.expected += 1;

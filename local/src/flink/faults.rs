@@ -81,6 +81,8 @@ pub(crate) struct SavepointFault {
 pub struct Faults {
     clock: SimClock,
     state: Arc<Mutex<State>>,
+    /// Bumped on every change, so that idle jobs notice a fault at once.
+    changes: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl Faults {
@@ -88,6 +90,7 @@ impl Faults {
         Self {
             clock,
             state: Arc::default(),
+            changes: Arc::new(tokio::sync::watch::channel(0).0),
         }
     }
 
@@ -95,8 +98,19 @@ impl Faults {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn bump(&self) {
+        self.changes.send_modify(|v| *v += 1);
+    }
+
+    /// A receiver that changes whenever a fault is injected or cleared.
+    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
     fn with<R>(&self, d: &DeploymentRef, f: impl FnOnce(&mut DeploymentFaults) -> R) -> R {
-        f(self.lock().deployments.entry(d.clone()).or_default())
+        let r = f(self.lock().deployments.entry(d.clone()).or_default());
+        self.bump();
+        r
     }
 
     /// Fails the job of `d` when the simulation clock reaches `at_ms` (at once if it already
@@ -136,11 +150,13 @@ impl Faults {
     pub fn stop_split(&self, split: u32) {
         let now = self.clock.now_ms();
         self.lock().stopped_splits.entry(split).or_insert(now);
+        self.bump();
     }
 
     /// Lets a stopped split deliver again (its backlog at once).
     pub fn resume_split(&self, split: u32) {
         self.lock().stopped_splits.remove(&split);
+        self.bump();
     }
 
     /// Makes the REST endpoint of `d` misbehave (or heal with [`RestFault::Healthy`]).
@@ -151,6 +167,7 @@ impl Faults {
     /// Removes every fault of `d`.
     pub fn clear(&self, d: &DeploymentRef) {
         self.lock().deployments.remove(d);
+        self.bump();
     }
 
     pub(crate) fn take_due_failure(&self, d: &DeploymentRef, now_ms: i64) -> Option<JobFailure> {
@@ -161,7 +178,9 @@ impl Faults {
     }
 
     pub(crate) fn take_savepoint_fault(&self, d: &DeploymentRef) -> SavepointFault {
-        self.with(d, |f| {
+        let mut state = self.lock();
+        let f = state.deployments.entry(d.clone()).or_default();
+        {
             let fail = f.failing_savepoints > 0;
             if fail {
                 f.failing_savepoints -= 1;
@@ -170,7 +189,7 @@ impl Faults {
                 fail,
                 delay_ms: f.savepoint_delay_ms,
             }
-        })
+        }
     }
 
     pub(crate) fn extra_startup_ms(&self, d: &DeploymentRef) -> i64 {

@@ -111,6 +111,21 @@ pub struct JobView {
     pub processed_to: i64,
     /// Since when the gate holds a record, if it does.
     pub held_since: Option<i64>,
+    /// When a restarting job runs again.
+    pub restart_at: Option<i64>,
+}
+
+impl JobView {
+    /// Whether the job has done everything it will do up to simulation time `t`: processed
+    /// every record readable by then (or is held by its gate), or is waiting for a later
+    /// restart, or has ended.
+    pub fn settled_at(&self, t: i64) -> bool {
+        match self.state {
+            JobState::Running => self.processed_to >= t || self.held_since.is_some(),
+            JobState::Restarting => self.restart_at.is_some_and(|r| r > t),
+            JobState::Created | JobState::Failed | JobState::Canceled | JobState::Finished => true,
+        }
+    }
 }
 
 enum Command {
@@ -318,6 +333,7 @@ pub(crate) fn start_job(
             failure: None,
             processed_to: now,
             held_since: None,
+            restart_at: None,
         }),
         updates: watch::channel(0).0,
         commands: tx,
@@ -343,6 +359,7 @@ pub(crate) fn start_job(
         recovery: restore,
         checkpoint_id: 0,
         restarts: 0,
+        faults_rx: rt.faults.subscribe(),
     };
     tokio::spawn(async move {
         driver.run().await;
@@ -363,6 +380,7 @@ struct Driver {
     recovery: Option<Arc<Snapshot>>,
     checkpoint_id: u64,
     restarts: u32,
+    faults_rx: watch::Receiver<u64>,
 }
 
 struct PendingSavepoint {
@@ -414,12 +432,13 @@ impl Driver {
             self.fail_pending_savepoints("the job failed");
             return false;
         }
+        let restart_at = now.saturating_add(strategy.delay_ms);
         self.job.publish(|v| {
             v.state = JobState::Restarting;
             v.failure = Some(reason);
             v.held_since = None;
+            v.restart_at = Some(restart_at);
         });
-        let restart_at = now.saturating_add(strategy.delay_ms);
         loop {
             self.fail_pending_savepoints("the job is restarting");
             if self.queue.iter().any(|c| matches!(c, Command::Cancel)) {
@@ -501,6 +520,8 @@ impl Driver {
         let recovery = self.recovery.clone();
         self.job.publish(|v| {
             v.state = JobState::Running;
+            v.restart_at = None;
+            v.processed_to = start;
             v.attempt = attempt;
             v.gates = engine.gate_handles();
             if attempt > 0 {
@@ -610,6 +631,7 @@ impl Driver {
     /// Sleeps until the clock moves, a command arrives or the gates' state changes.
     async fn wait(&mut self, now: i64) {
         let shared = self.gate.as_ref().map(|g| Arc::clone(&g.1));
+        let faults = &mut self.faults_rx;
         let gate_changed = async {
             match &shared {
                 Some(s) => s.changed(s.generation()).await,
@@ -624,6 +646,7 @@ impl Driver {
             }
             () = self.rt.clock.tick(now) => {}
             () = gate_changed => {}
+            _ = faults.changed() => {}
         }
     }
 

@@ -222,11 +222,7 @@ impl LocalFlink {
             for job in jobs {
                 let mut rx = job.subscribe();
                 loop {
-                    let v = job.view();
-                    if v.state != JobState::Running
-                        || v.processed_to >= target
-                        || v.held_since.is_some()
-                    {
+                    if job.view().settled_at(target) {
                         break;
                     }
                     if rx.changed().await.is_err() {
