@@ -115,7 +115,20 @@ impl ConfigMapSource {
                 _ = tick.tick() => {
                     if self.shared.staleness() >= self.options.probe_interval {
                         self.shared.stats.probes.fetch_add(1, Ordering::Relaxed);
-                        handler.handle_probe(self.api.get_opt(&self.name).await);
+                        // Bounded, so that an unreachable API server cannot stall the
+                        // staleness check below.
+                        match tokio::time::timeout(
+                            self.options.probe_interval,
+                            self.api.get_opt(&self.name),
+                        )
+                        .await
+                        {
+                            Ok(result) => handler.handle_probe(result),
+                            Err(_) => tracing::warn!(
+                                configmap = %self.name,
+                                "coordination ConfigMap probe timed out"
+                            ),
+                        }
                     }
                     self.shared.check_staleness();
                 }

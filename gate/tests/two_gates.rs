@@ -123,7 +123,9 @@ impl Sim {
                 self.start_job(cur.active.other(), cursor);
                 Ok(())
             }
-            (T, Toggle::NotSet) if choice.is_multiple_of(5) => self.publish(with(F, Toggle::NotSet)),
+            (T, Toggle::NotSet) if choice.is_multiple_of(5) => {
+                self.publish(with(F, Toggle::NotSet))
+            }
             (T, Toggle::NotSet) => self.publish(with(T, Toggle::Proposed(i64::from(value % 200)))),
             (T, Toggle::Proposed(w)) => match choice % 5 {
                 0 => self.publish(with(F, Toggle::Proposed(w))),
