@@ -303,6 +303,13 @@ async fn handle(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap,
         Verb::Create | Verb::Update | Verb::Patch => {
             let mut ctx = write_ctx(&rt, &version, &ns, status, &p, headers);
             let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json");
+            if content_type.contains("protobuf") || content_type.contains("cbor") {
+                return Err(ApiError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    format!("the body of the request was in an unknown format ({content_type}) - accepted media types include: application/json, application/yaml"),
+                ));
+            }
             let result = match verb {
                 Verb::Create => {
                     let body = parse_body(&body, content_type.contains("yaml")).map_err(ApiError::bad_request)?;

@@ -111,7 +111,7 @@ fn walk(value: &mut Value, schema: &Value, path: &str, root: bool, report: &mut 
                 report,
                 "FieldValueInvalid",
                 path,
-                format!("Invalid value: \"{}\": {path} in body must be of type integer,string: \"{}\"", type_name(value), short(value)),
+                format!("Invalid value: \"{t}\": {path} in body must be of type integer,string: \"{t}\"", t = type_name(value)),
             );
         }
         return;
@@ -133,7 +133,7 @@ fn walk(value: &mut Value, schema: &Value, path: &str, root: bool, report: &mut 
                 report,
                 "FieldValueInvalid",
                 path,
-                format!("Invalid value: \"{}\": {path} in body must be of type {t}: \"{}\"", type_name(value), short(value)),
+                format!("Invalid value: \"{got}\": {path} in body must be of type {t}: \"{got}\"", got = type_name(value)),
             );
             return;
         }
