@@ -5,13 +5,19 @@
 #   scripts/java-test.sh                 # all tests
 #   scripts/java-test.sh handover        # only tests whose name contains "handover"
 #   JAVA_OPTS=-Xmx768m scripts/java-test.sh
+#   scripts/java-test.sh --bench [RECORDS [RUNS]]   # the figures of docs/performance.md instead
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v java >/dev/null || { echo "java-test.sh: 'java' not found: install a JDK 17" >&2; exit 1; }
 scripts/java-build.sh --tests
 LIB="$(scripts/flink-jars.sh)"
 CP="target/jvm/test-classes:target/jvm/classes:$(ls "$LIB"/*.jar | tr '\n' ':')"
-exec java ${JAVA_OPTS:--Xmx1g} -XX:+UseSerialGC -XX:TieredStopAtLevel=4 \
+MAIN=io.bluegreen.gate.TestRunner
+if [[ "${1:-}" == "--bench" ]]; then
+  shift
+  MAIN=io.bluegreen.gate.GateBench
+fi
+exec java ${JAVA_OPTS:--Xmx1g} -XX:+UseSerialGC \
   -Dlog4j2.configurationFile=jvm/src/test/resources/log4j2-test.properties \
   -Dbluegreen.repo="$PWD" \
-  -cp "$CP" io.bluegreen.gate.TestRunner "$@"
+  -cp "$CP" "$MAIN" "$@"

@@ -80,7 +80,8 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
 
     private final Color color;
     private final StateSource source;
-    private TimestampExtractor<T> extractor = TimestampExtractor.fromContext();
+    /** Null: the default, {@link TimestampExtractor#fromContext()}, inlined in the decision path. */
+    private TimestampExtractor<T> extractor;
     private long holdTimeoutNanos = Duration.ofSeconds(60).toNanos();
     private boolean failOnMissingTimestamp = true;
     private long missingTimestampAs;
@@ -269,16 +270,12 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
         if (s != appliedLocal) {
             applyOnTaskThread(s);
         }
-        Long ts = extractor.eventTime(value, ctx.timestamp());
+        Long ts = ctx.timestamp();
         long t;
-        if (ts != null) {
-            t = ts;
-        } else if (failOnMissingTimestamp) {
-            throw new MissingTimestampException("bluegreen gate (" + color + "): a record has no event time, so the gate "
-                    + "cannot tell which color owns it; assign timestamps upstream (WatermarkStrategy), pass a "
-                    + "TimestampExtractor, or choose GateProcessFunction.treatMissingTimestampAs(...)");
+        if (extractor == null && ts != null && ts != Long.MIN_VALUE) {
+            t = ts; // the common case: the record's Flink timestamp
         } else {
-            t = missingTimestampAs;
+            t = eventTimeSlow(value, ts);
         }
         Decision d = s.rule.decide(t);
         if (d == Decision.PASS) {
@@ -291,11 +288,27 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
         }
     }
 
+    /** Custom extractor, or no timestamp (null or Flink's NO_TIMESTAMP): kept out of the hot method. */
+    private long eventTimeSlow(T value, Long ts) throws MissingTimestampException {
+        Long t = extractor != null ? extractor.eventTime(value, ts) : null;
+        if (t != null) {
+            return t;
+        }
+        if (failOnMissingTimestamp) {
+            throw new MissingTimestampException("bluegreen gate (" + color + "): a record has no event time, so the gate "
+                    + "cannot tell which color owns it; assign timestamps upstream (WatermarkStrategy), pass a "
+                    + "TimestampExtractor, or choose GateProcessFunction.treatMissingTimestampAs(...)");
+        }
+        return missingTimestampAs;
+    }
+
     private void pass(long t) {
         passed.inc();
         if (t > maxPassedLocal) {
             maxPassedLocal = t;
-            MAX_PASSED.setRelease(this, t);
+            // Opaque: atomic, no fence. Ordering for the controller comes from the volatile write
+            // of appliedPublished, which follows every update made under an older state.
+            MAX_PASSED.setOpaque(this, t);
         }
     }
 
@@ -340,7 +353,7 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
 
     /** The maximum event time passed (restored from state included); {@code Long.MIN_VALUE} if none. */
     long maxPassedEventTime() {
-        return (long) MAX_PASSED.getAcquire(this);
+        return (long) MAX_PASSED.getOpaque(this);
     }
 
     /** The state the task thread has applied, or null. */
