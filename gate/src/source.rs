@@ -101,6 +101,7 @@ impl ConfigMapSource {
         let mut handler = EventHandler::new(Arc::clone(&self.shared), self.name.clone());
         let mut tick = tokio::time::interval(self.check_period());
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_probe: Option<tokio::time::Instant> = None;
         loop {
             tokio::select! {
                 event = events.next() => match event {
@@ -113,7 +114,9 @@ impl ConfigMapSource {
                     }
                 },
                 _ = tick.tick() => {
-                    if self.shared.staleness() >= self.options.probe_interval {
+                    let probe_due = last_probe.is_none_or(|at| at.elapsed() >= self.options.probe_interval);
+                    if probe_due && self.shared.staleness() >= self.options.probe_interval {
+                        last_probe = Some(tokio::time::Instant::now());
                         self.shared.stats.probes.fetch_add(1, Ordering::Relaxed);
                         // Bounded, so that an unreachable API server cannot stall the
                         // staleness check below.
@@ -154,6 +157,9 @@ pub(crate) struct EventHandler {
     name: String,
     lists: u64,
     listed_object: bool,
+    /// Whether the ConfigMap was there when last seen (`None` before the first sighting), so
+    /// that a deletion is counted and logged once, not at every probe.
+    present: Option<bool>,
     /// The highest numeric `resourceVersion` read so far (watch or probe).
     last_resource_version: Option<u64>,
 }
@@ -165,6 +171,7 @@ impl EventHandler {
             name,
             lists: 0,
             listed_object: false,
+            present: None,
             last_resource_version: None,
         }
     }
@@ -219,6 +226,7 @@ impl EventHandler {
             tracing::warn!(configmap = %self.name, other = ?configmap.metadata.name, "ignoring an event for another ConfigMap");
             return;
         }
+        self.present = Some(true);
         let version = configmap
             .metadata
             .resource_version
@@ -241,7 +249,11 @@ impl EventHandler {
             .offer_data(configmap.data.as_ref().unwrap_or(&empty));
     }
 
-    fn deleted(&self, how: &str) {
+    fn deleted(&mut self, how: &str) {
+        if self.present == Some(false) {
+            return;
+        }
+        self.present = Some(false);
         self.shared.stats.deletions.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(
             configmap = %self.name,
