@@ -105,7 +105,13 @@ pub(crate) fn delete(inner: &mut Inner, rt: &ResourceType, ns: &str, name: &str,
 /// terminating namespace that became empty. Returns the deleted object.
 pub(crate) fn remove(inner: &mut Inner, gr: &GroupResource, key: &ObjKey, cascade: Cascade) -> Option<Arc<Value>> {
     let obj = inner.get(gr, &key.0, &key.1)?;
-    let deleted = inner.commit(gr, key.clone(), (*obj).clone(), EventType::Deleted);
+    Some(remove_as(inner, gr, key, (*obj).clone(), cascade))
+}
+
+/// Like [`remove`], with the final state of the object given (an update that removed the
+/// last finalizer of an object being deleted becomes this delete, like on the real server).
+pub(crate) fn remove_as(inner: &mut Inner, gr: &GroupResource, key: &ObjKey, last: Value, cascade: Cascade) -> Arc<Value> {
+    let deleted = inner.commit(gr, key.clone(), last, EventType::Deleted);
     let uid = deleted.uid().to_string();
     match cascade {
         Cascade::Orphan => orphan_dependents(inner, &uid),
@@ -123,7 +129,7 @@ pub(crate) fn remove(inner: &mut Inner, gr: &GroupResource, key: &ObjKey, cascad
     if !key.0.is_empty() {
         maybe_finish_namespace(inner, &key.0);
     }
-    Some(deleted)
+    deleted
 }
 
 fn dependents(inner: &Inner, uid: &str) -> Vec<(GroupResource, ObjKey)> {

@@ -268,16 +268,12 @@ pub(crate) fn update(inner: &mut Inner, ctx: &mut WriteCtx, name: &str, op: Upda
     }
     let key = ctx.key(name);
     let gr = ctx.gr();
-    let finished = new.deleting() && new.finalizers().is_empty();
-    let stored = inner.commit(&gr, key.clone(), new, EventType::Modified);
-    normalize::after_commit(inner, &gr, Some(&old), Some(&stored));
-    if finished {
-        let removed = delete::remove(inner, &gr, &key, delete::Cascade::Background);
-        return Ok(Written {
-            object: removed.unwrap_or(stored),
-            created: false,
-        });
+    if new.deleting() && new.finalizers().is_empty() {
+        let object = delete::remove_as(inner, &gr, &key, new, delete::Cascade::Background);
+        return Ok(Written { object, created: false });
     }
+    let stored = inner.commit(&gr, key, new, EventType::Modified);
+    normalize::after_commit(inner, &gr, Some(&old), Some(&stored));
     Ok(Written { object: stored, created: false })
 }
 
