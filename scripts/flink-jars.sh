@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the real Apache Flink jars without Maven Central: from the PyPI wheel
-# `apache-flink-libraries` (its pyflink/lib holds Flink's distribution jars).
+# Installs the real Apache Flink jars without Maven Central: from the PyPI package
+# `apache-flink-libraries` (PyFlink's jar bundle: flink-dist and the other jars of Flink's lib/;
+# PyPI serves 1.20.3 as a source archive with them under deps/lib, a wheel has them in pyflink/lib).
 # Cached under target/flink/<version>/; a no-op when cached. Prints the lib directory on stdout.
 # Needs python3 and pip (the PyPI index or a local mirror / wheel house configured for pip).
 #   FLINK_VERSION=1.20.3 scripts/flink-jars.sh   # override the pinned version
@@ -22,13 +23,13 @@ if [[ -z "$WHEEL" ]]; then
   mkdir -p "$DL"
   WHEEL="$(ls "$DL"/apache_flink_libraries-"$VERSION"*.whl 2>/dev/null | head -n1 || true)"
   if [[ -z "$WHEEL" ]]; then
-    echo "flink-jars.sh: downloading apache-flink-libraries==$VERSION from PyPI (once, ~250 MB)" >&2
+    echo "flink-jars.sh: downloading apache-flink-libraries==$VERSION from PyPI (once, ~230 MB)" >&2
     python3 -m pip download --quiet --no-deps -d "$DL" \
       "apache-flink-libraries==$VERSION" >&2
     WHEEL="$(ls "$DL"/apache[-_]flink[-_]libraries-"$VERSION"* | head -n1)"
   fi
 fi
-echo "flink-jars.sh: extracting pyflink/lib from $(basename "$WHEEL")" >&2
+echo "flink-jars.sh: extracting Flink's lib jars from $(basename "$WHEEL")" >&2
 rm -rf "$LIB.tmp"
 python3 - "$WHEEL" "$LIB.tmp" <<'PY'
 import os, sys, tarfile, zipfile
@@ -52,7 +53,7 @@ else:
                 with t.extractfile(m) as r, open(os.path.join(dest, os.path.basename(m.name)), "wb") as w:
                     w.write(r.read()); n += 1
 if n == 0:
-    sys.exit(f"flink-jars.sh: no pyflink/lib/*.jar in {src}")
+    sys.exit(f"flink-jars.sh: no pyflink/lib/*.jar or deps/lib/*.jar in {src}")
 print(f"flink-jars.sh: {n} jars", file=sys.stderr)
 PY
 rm -rf "$LIB"
