@@ -7,6 +7,9 @@
 //! * Paths the manager applied before but omits now are removed from the object unless
 //!   another manager also owns them.
 //! * Maps merge key by key; lists and scalars are replaced whole.
+//! * Upgrading from client-side apply: a conflicting field owned by an `Update` manager is taken
+//!   over without a conflict when the object's `kubectl.kubernetes.io/last-applied-configuration`
+//!   records it with the live value (like the real server's last-applied handling).
 
 use serde_json::{Value, json};
 
@@ -44,26 +47,39 @@ pub(crate) fn apply(live: Option<&Value>, cfg: &Value, req: &ApplyRequest<'_>, c
         return Ok(out);
     };
     let mut entries = read_managed(live);
+    let last_applied = last_applied(live);
     let mut conflicts: Vec<(String, FieldSet)> = Vec::new();
+    let mut reported: Vec<(String, FieldSet)> = Vec::new();
     for e in &entries {
         if e.manager == req.manager || e.subresource.as_deref() != sub {
             continue;
         }
         let mut theirs = FieldSet::new();
+        let mut report = FieldSet::new();
         for q in &e.fields {
             for p in applied.iter().filter(|p| overlaps(p, q)) {
                 let shorter = if p.len() <= q.len() { p } else { q };
                 if value_at(live, shorter) != value_at(cfg, shorter) {
                     theirs.insert(q.clone());
+                    // Upgrading from client-side apply: fields that the last-applied
+                    // annotation records with the live value are taken over silently.
+                    let from_csa = e.operation == "Update"
+                        && last_applied.as_ref().is_some_and(|la| value_at(la, q).is_some() && value_at(la, q) == value_at(live, q));
+                    if !from_csa {
+                        report.insert(q.clone());
+                    }
                 }
             }
+        }
+        if !report.is_empty() {
+            reported.push((e.manager.clone(), report));
         }
         if !theirs.is_empty() {
             conflicts.push((e.manager.clone(), theirs));
         }
     }
-    if !conflicts.is_empty() && !req.force {
-        return Err(conflict_error(&conflicts, req.api_version, conflict_subject));
+    if !reported.is_empty() && !req.force {
+        return Err(conflict_error(&reported, req.api_version, conflict_subject));
     }
     for (manager, lost) in &conflicts {
         for e in entries.iter_mut().filter(|e| &e.manager == manager) {
@@ -108,6 +124,14 @@ pub(crate) fn apply(live: Option<&Value>, cfg: &Value, req: &ApplyRequest<'_>, c
     }
     write_managed(&mut out, &entries);
     Ok(out)
+}
+
+/// The object's `kubectl.kubernetes.io/last-applied-configuration`, parsed.
+fn last_applied(live: &Value) -> Option<Value> {
+    live.pointer("/metadata/annotations")
+        .and_then(|a| a.get("kubectl.kubernetes.io/last-applied-configuration"))
+        .and_then(Value::as_str)
+        .and_then(|s| serde_json::from_str(s).ok())
 }
 
 fn conflict_error(conflicts: &[(String, FieldSet)], api_version: &str, subject: &str) -> ApiError {

@@ -323,6 +323,12 @@ fn prepare_update(inner: &Inner, ctx: &mut WriteCtx, old: &Value, mut new: Value
             return Err(ApiError::stale(ctx.subject(&name)));
         }
     }
+    // Like the real server, managedFields sent by the client replace the stored ones (kubectl
+    // uses this to migrate client-side apply ownership to server-side apply).
+    let client_managed = new
+        .pointer("/metadata/managedFields")
+        .filter(|m| track && Some(*m) != old.pointer("/metadata/managedFields"))
+        .cloned();
     if ctx.status {
         let status = new.get("status").cloned();
         let managed = new.pointer("/metadata/managedFields").cloned();
@@ -374,7 +380,14 @@ fn prepare_update(inner: &Inner, ctx: &mut WriteCtx, old: &Value, mut new: Value
         set_meta(&mut new, "generation", Some(json!(g + 1)));
     }
     if track {
-        record_update(Some(old), &mut new, &ctx.manager, &ctx.api_version(), ctx.scope());
+        match client_managed {
+            Some(managed) => {
+                let mut base = old.clone();
+                set_meta(&mut base, "managedFields", Some(managed));
+                record_update(Some(&base), &mut new, &ctx.manager, &ctx.api_version(), ctx.scope());
+            }
+            None => record_update(Some(old), &mut new, &ctx.manager, &ctx.api_version(), ctx.scope()),
+        }
     }
     if new == *old {
         return Ok(None);
