@@ -64,6 +64,7 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOCATOR: Counting = Counting;
 
 const GATES: usize = 100;
+const GATES_I64: i64 = 100;
 const ROUNDS: usize = 60;
 const NS: &str = "default";
 
@@ -224,7 +225,7 @@ fn main() {
             "one shared watch",
             &latencies,
             with_source - before,
-            (with_gates - with_source) / GATES as i64,
+            (with_gates - with_source) / GATES_I64,
         );
         source.abort();
         drop(rx);
@@ -250,7 +251,7 @@ fn main() {
             "one watch per gate",
             &latencies,
             0,
-            (after - before) / GATES as i64,
+            (after - before) / GATES_I64,
         );
         for source in sources {
             source.abort();

@@ -120,17 +120,15 @@ impl ConfigMapSource {
                         self.shared.stats.probes.fetch_add(1, Ordering::Relaxed);
                         // Bounded, so that an unreachable API server cannot stall the
                         // staleness check below.
-                        match tokio::time::timeout(
+                        let probe = tokio::time::timeout(
                             self.options.probe_interval,
                             self.api.get_opt(&self.name),
                         )
-                        .await
-                        {
-                            Ok(result) => handler.handle_probe(result),
-                            Err(_) => tracing::warn!(
-                                configmap = %self.name,
-                                "coordination ConfigMap probe timed out"
-                            ),
+                        .await;
+                        if let Ok(result) = probe {
+                            handler.handle_probe(result);
+                        } else {
+                            tracing::warn!(configmap = %self.name, "coordination ConfigMap probe timed out");
                         }
                     }
                     self.shared.check_staleness();

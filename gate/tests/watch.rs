@@ -81,7 +81,7 @@ async fn server() -> LocalApiServer {
     LocalApiServer::start(Options {
         // No bookmarks: the watcher's resourceVersion then stays behind writes to other objects,
         // which is what makes the forced 410 below deterministic.
-        bookmark_interval: Duration::from_secs(3600),
+        bookmark_interval: Duration::from_hours(1),
         ..Options::default()
     })
     .await
