@@ -1,16 +1,25 @@
 //! The `FlinkBlueGreenDeployment` operator: exactly-once blue/green handovers of stateful Flink
 //! jobs, built on the Apache Flink Kubernetes Operator's `FlinkDeployment`.
 //!
-//! Pure core: [`settings::validate`], [`handover::plan`], [`child::build`]. Shell: `observe`
-//! gathers [`observed::Observed`], `execute` applies a [`handover::Plan`].
+//! Pure core (no client required): [`settings::validate`], [`handover::plan`], [`child::build`].
+//! Shell: [`observe::observe`] gathers an [`observed::Observed`], [`execute::execute`] applies a
+//! [`handover::Plan`], [`reconcile`] wires them into a kube-runtime `Controller`.
 #![forbid(unsafe_code)]
 
 pub mod child;
 pub mod conditions;
+pub mod context;
 pub mod error;
+pub mod execute;
+pub mod flink_rest;
 pub mod handover;
+pub mod leader;
+pub mod metrics;
+pub mod observe;
 pub mod observed;
+pub mod reconcile;
 pub mod resource;
+pub mod server;
 pub mod settings;
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ pub const GROUP: &str = "bluegreen.dev";
     status = "FlinkBlueGreenDeploymentStatus",
     printcolumn = r#"{"name":"Active","type":"string","jsonPath":".status.activeColor"}"#,
     printcolumn = r#"{"name":"Stage","type":"string","jsonPath":".status.stage"}"#,
-    printcolumn = r#"{"name":"W","type":"string","jsonPath":".status.transition.toggle"}"#,
+    printcolumn = r#"{"name":"W","type":"integer","jsonPath":".status.transition.toggle"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

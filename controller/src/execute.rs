@@ -1,0 +1,211 @@
+//! Applies a plan: the status first (intent), then each action in order (I/O only).
+
+use bluegreen_protocol::{Color, CoordinationState, check_transition, configmap_name};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+use crate::child::{ChildContext, build, child_name};
+use crate::context::{ACTION_ANNOTATION, Context, FIELD_MANAGER, flink_deployment_resource};
+use crate::error::{Error, Result};
+use crate::flink_rest::FlinkRest;
+use crate::handover::{Action, Plan};
+use crate::resource::{FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentStatus};
+
+/// Writes the plan's status, then runs its actions; stops at the first failing action (the next
+/// reconcile plans again from the written status).
+pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan) -> Result<()> {
+    let namespace = fbgd
+        .namespace()
+        .ok_or(Error::MissingMetadata("namespace"))?;
+    let name = fbgd.name_any();
+    let api: Api<FlinkBlueGreenDeployment> = Api::namespaced(ctx.client.clone(), &namespace);
+    let children: Api<DynamicObject> =
+        Api::namespaced_with(ctx.client.clone(), &namespace, &flink_deployment_resource());
+    let mut current = fbgd.clone();
+    if fbgd.status.as_ref() != Some(&plan.status) {
+        current = write_status(&api, &current, plan.status.clone()).await?;
+    }
+    publish(ctx, fbgd, plan).await;
+    for action in &plan.actions {
+        tracing::info!(deployment = %name, ?action, "executing");
+        match action {
+            Action::WriteConfigMap(state) => write_configmap(ctx, fbgd, &namespace, *state).await?,
+            Action::ApplyChild {
+                color,
+                template_hash,
+                restore_path,
+            } => {
+                let body = child_body(fbgd, *color, template_hash, restore_path.as_deref())?;
+                let params = PatchParams::apply(FIELD_MANAGER).force();
+                children
+                    .patch(&child_name(&name, *color), &params, &Patch::Apply(&body))
+                    .await?;
+            }
+            Action::DeleteChild(color) => {
+                match children
+                    .delete(&child_name(&name, *color), &DeleteParams::background())
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(status)) if status.is_not_found() => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Action::TriggerSavepoint(color) => {
+                let trigger = trigger_savepoint(ctx, &children, fbgd, *color).await?;
+                let mut status = current.status.clone().unwrap_or_default();
+                if let Some(t) = status.transition.as_mut() {
+                    t.savepoint_trigger_id = Some(trigger);
+                }
+                current = write_status(&api, &current, status).await?;
+            }
+            Action::ClearManualAction => {
+                let patch = json!({"metadata": {"annotations": {ACTION_ANNOTATION: null}}});
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The server-side-apply body of the child of `color` from the current template.
+fn child_body(
+    fbgd: &FlinkBlueGreenDeployment,
+    color: Color,
+    template_hash: &str,
+    restore_path: Option<&str>,
+) -> Result<serde_json::Value> {
+    let namespace = fbgd
+        .namespace()
+        .ok_or(Error::MissingMetadata("namespace"))?;
+    let name = fbgd.name_any();
+    let uid = fbgd.uid().ok_or(Error::MissingMetadata("uid"))?;
+    let owner_api_version = FlinkBlueGreenDeployment::api_version(&()).to_string();
+    let owner_kind = FlinkBlueGreenDeployment::kind(&()).to_string();
+    let child_ctx = ChildContext {
+        deployment: &name,
+        namespace: &namespace,
+        owner_uid: &uid,
+        owner_api_version: &owner_api_version,
+        owner_kind: &owner_kind,
+    };
+    Ok(build(
+        &child_ctx,
+        &fbgd.spec,
+        color,
+        template_hash,
+        restore_path,
+    ))
+}
+
+/// Triggers a savepoint of the child of `color` through its REST API; returns the trigger id.
+async fn trigger_savepoint(
+    ctx: &Context,
+    children: &Api<DynamicObject>,
+    fbgd: &FlinkBlueGreenDeployment,
+    color: Color,
+) -> Result<String> {
+    let namespace = fbgd
+        .namespace()
+        .ok_or(Error::MissingMetadata("namespace"))?;
+    let child = child_name(&fbgd.name_any(), color);
+    let job_id = children
+        .get(&child)
+        .await?
+        .data
+        .pointer("/status/jobStatus/jobId")
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .ok_or_else(|| Error::FlinkRest {
+            url: child.clone(),
+            message: "the job has no jobId yet".into(),
+        })?;
+    let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, &namespace, &child);
+    let target = fbgd.spec.coordination.savepoint.target_directory.as_deref();
+    rest.trigger_savepoint(&job_id, target).await
+}
+
+/// Replaces the status, guarded by the observed resourceVersion: a concurrent writer makes this
+/// fail with 409 and the reconcile is retried from a fresh observation.
+async fn write_status(
+    api: &Api<FlinkBlueGreenDeployment>,
+    current: &FlinkBlueGreenDeployment,
+    status: FlinkBlueGreenDeploymentStatus,
+) -> Result<FlinkBlueGreenDeployment> {
+    let mut next = current.clone();
+    next.status = Some(status);
+    next.metadata.managed_fields = None;
+    Ok(api
+        .replace_status(&current.name_any(), &PostParams::default(), &next)
+        .await?)
+}
+
+/// Moves the ConfigMap to `desired`, refusing any write `check_transition` rejects and guarding
+/// the replace with the resourceVersion it read.
+async fn write_configmap(
+    ctx: &Context,
+    fbgd: &FlinkBlueGreenDeployment,
+    namespace: &str,
+    desired: CoordinationState,
+) -> Result<()> {
+    let name = configmap_name(&fbgd.name_any());
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
+    let data = desired.to_data();
+    let Some(mut existing) = api.get_opt(&name).await? else {
+        let owner = fbgd
+            .controller_owner_ref(&())
+            .ok_or(Error::MissingMetadata("uid"))?;
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace.to_owned()),
+                labels: Some([(crate::child::LABEL_DEPLOYMENT.to_owned(), fbgd.name_any())].into()),
+                owner_references: Some(vec![owner]),
+                ..ObjectMeta::default()
+            },
+            data: Some(data),
+            ..ConfigMap::default()
+        };
+        api.create(&PostParams::default(), &cm).await?;
+        return Ok(());
+    };
+    if let Ok(current) = CoordinationState::from_data(&existing.data.clone().unwrap_or_default()) {
+        if current == desired {
+            return Ok(());
+        }
+        check_transition(&current, &desired).map_err(|source| Error::Coordination {
+            name: name.clone(),
+            source,
+        })?;
+    }
+    let mut merged = existing.data.take().unwrap_or_default();
+    merged.extend(data);
+    existing.data = Some(merged);
+    existing.metadata.managed_fields = None;
+    api.replace(&name, &PostParams::default(), &existing)
+        .await?;
+    Ok(())
+}
+
+async fn publish(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan) {
+    let reference = fbgd.object_ref(&());
+    for note in &plan.notes {
+        let event = Event {
+            type_: if note.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: note.reason.to_owned(),
+            note: Some(note.message.chars().take(1000).collect()),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+            tracing::warn!(error = %e, reason = note.reason, "could not publish event");
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Gathers what `plan` needs: the children, the ConfigMap and Flink's REST API (I/O only).
+
+use bluegreen_protocol::{Color, CoordinationState, configmap_name};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject};
+use serde_json::Value;
+
+use crate::child::{ANNOTATION_TEMPLATE_HASH, child_name, template_hash};
+use crate::context::{ACTION_ANNOTATION, Context, flink_deployment_resource};
+use crate::error::{Error, Result};
+use crate::flink_rest::FlinkRest;
+use crate::observed::{ChildObs, ConfigMapObs, ManualAction, Observed};
+use crate::resource::FlinkBlueGreenDeployment;
+use crate::settings::validate;
+
+/// Observes one resource. REST failures are not errors: that child's `flink` is `None` and the
+/// plan waits.
+pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<Observed> {
+    let namespace = fbgd
+        .namespace()
+        .ok_or(Error::MissingMetadata("namespace"))?;
+    let name = fbgd.name_any();
+    let status = fbgd.status.clone().unwrap_or_default();
+    let settings = validate(&fbgd.spec).map_err(|e| match e {
+        Error::InvalidSpec { field, message } => (field.to_owned(), message),
+        other => (String::new(), other.to_string()),
+    });
+    let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+    let configmap = match configmaps.get_opt(&configmap_name(&name)).await? {
+        None => ConfigMapObs::Absent,
+        Some(cm) => match CoordinationState::from_data(&cm.data.unwrap_or_default()) {
+            Ok(state) => ConfigMapObs::Valid(state),
+            Err(e) => ConfigMapObs::Invalid(e.to_string()),
+        },
+    };
+    let trigger = status
+        .transition
+        .as_ref()
+        .and_then(|t| t.from.zip(t.savepoint_trigger_id.clone()));
+    let mut children = [None, None];
+    for (slot, color) in children.iter_mut().zip([Color::Blue, Color::Green]) {
+        let savepoint = trigger
+            .as_ref()
+            .filter(|(c, _)| *c == color)
+            .map(|(_, id)| id.as_str());
+        *slot = observe_child(ctx, &namespace, &child_name(&name, color), savepoint).await?;
+    }
+    let [blue, green] = children;
+    let job = &fbgd.spec.template.spec.job;
+    Ok(Observed {
+        now: jiff::Timestamp::now(),
+        generation: fbgd.metadata.generation.unwrap_or(0),
+        settings,
+        template_hash: template_hash(&fbgd.spec.template),
+        initial_savepoint: job.initial_savepoint_path.clone(),
+        redeploy_nonce: job.savepoint_redeploy_nonce,
+        wanted_job_state: job.state.clone().unwrap_or_else(|| "running".into()),
+        status,
+        configmap,
+        blue,
+        green,
+        action: fbgd
+            .annotations()
+            .get(ACTION_ANNOTATION)
+            .and_then(|v| ManualAction::parse(v)),
+    })
+}
+
+async fn observe_child(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    savepoint: Option<&str>,
+) -> Result<Option<ChildObs>> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(ctx.client.clone(), namespace, &flink_deployment_resource());
+    let Some(child) = api.get_opt(name).await? else {
+        return Ok(None);
+    };
+    let status = child.data.get("status").cloned().unwrap_or(Value::Null);
+    let text = |v: &Value| v.as_str().map(str::to_owned);
+    let mut obs = ChildObs {
+        template_hash: child.annotations().get(ANNOTATION_TEMPLATE_HASH).cloned(),
+        deleting: child.metadata.deletion_timestamp.is_some(),
+        lifecycle: text(&status["lifecycleState"]),
+        job_state: text(&status["jobStatus"]["state"]),
+        job_id: text(&status["jobStatus"]["jobId"]),
+        error: text(&status["error"]),
+        spec_job_state: text(&child.data["spec"]["job"]["state"]),
+        flink: None,
+    };
+    if let (true, Some(job_id)) = (obs.running(), obs.job_id.clone()) {
+        let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, namespace, name);
+        match rest.observe(&job_id, savepoint).await {
+            Ok(flink) => obs.flink = Some(flink),
+            Err(e) => tracing::warn!(child = name, error = %e, "Flink REST API not reachable"),
+        }
+    }
+    Ok(Some(obs))
+}

@@ -1,0 +1,286 @@
+//! The kube-runtime wiring: reconcile (observe → plan → execute), cleanup per deletion policy,
+//! error policy and the `Controller` itself.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bluegreen_protocol::{Color, Stage, configmap_name};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::runtime::controller::{Action as Requeue, Controller};
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::watcher;
+use serde_json::json;
+
+use crate::child::child_name;
+use crate::context::{Context, FINALIZER, flink_deployment_resource};
+use crate::error::{Error, Result};
+use crate::execute::execute;
+use crate::flink_rest::FlinkRest;
+use crate::handover::plan;
+use crate::observe::observe;
+use crate::resource::{DeletionPolicy, FlinkBlueGreenDeployment};
+
+/// Annotation holding the trigger id of the final savepoint taken on deletion.
+const FINAL_SAVEPOINT: &str = "bluegreen.dev/final-savepoint-trigger";
+
+/// Reconciles one resource, wrapped in the cleanup finalizer.
+pub async fn reconcile(fbgd: Arc<FlinkBlueGreenDeployment>, ctx: Arc<Context>) -> Result<Requeue> {
+    let namespace = fbgd
+        .namespace()
+        .ok_or(Error::MissingMetadata("namespace"))?;
+    let api: Api<FlinkBlueGreenDeployment> = Api::namespaced(ctx.client.clone(), &namespace);
+    let started = Instant::now();
+    ctx.metrics.reconciles.inc();
+    let result = finalizer(&api, FINALIZER, fbgd, |event| async {
+        match event {
+            Finalizer::Apply(fbgd) => apply(&fbgd, &ctx).await,
+            Finalizer::Cleanup(fbgd) => cleanup(&fbgd, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        kube::runtime::finalizer::Error::ApplyFailed(e)
+        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+        kube::runtime::finalizer::Error::AddFinalizer(e)
+        | kube::runtime::finalizer::Error::RemoveFinalizer(e) => Error::Kube(e),
+        other => Error::Lease(other.to_string()),
+    });
+    ctx.metrics
+        .reconcile_duration
+        .observe(started.elapsed().as_secs_f64());
+    result
+}
+
+#[tracing::instrument(skip_all, fields(deployment = %fbgd.name_any(), namespace = fbgd.namespace().unwrap_or_default()))]
+async fn apply(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Requeue> {
+    let observed = observe(ctx, fbgd).await?;
+    let plan = plan(&observed);
+    record_metrics(ctx, fbgd, &plan.status);
+    execute(ctx, fbgd, &plan).await?;
+    Ok(Requeue::requeue(plan.requeue_after))
+}
+
+fn record_metrics(
+    ctx: &Context,
+    fbgd: &FlinkBlueGreenDeployment,
+    status: &crate::resource::FlinkBlueGreenDeploymentStatus,
+) {
+    let ns = fbgd.namespace().unwrap_or_default();
+    let name = fbgd.name_any();
+    for stage in Stage::ALL {
+        let current = i64::from(status.stage == Some(*stage));
+        ctx.metrics
+            .stage
+            .with_label_values(&[ns.as_str(), name.as_str(), stage.as_str()])
+            .set(current);
+    }
+    let toggle = status.transition.as_ref().and_then(|t| t.toggle);
+    ctx.metrics
+        .toggle
+        .with_label_values(&[ns.as_str(), name.as_str()])
+        .set(toggle.unwrap_or(0));
+    let previous = fbgd.status.as_ref().map_or(0, |s| s.history.len());
+    let newest = status.history.first();
+    if let Some(record) = newest
+        && (status.history.len() > previous
+            || fbgd.status.as_ref().and_then(|s| s.history.first()) != Some(record))
+    {
+        ctx.metrics
+            .handovers
+            .with_label_values(&[record.outcome.as_str()])
+            .inc();
+        if record.outcome == "Promoted" {
+            ctx.metrics
+                .handover_duration
+                .observe(record.duration_seconds);
+        }
+    }
+}
+
+/// Runs the deletion policy. Idempotent, and correct when `apply` never ran.
+async fn cleanup(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Requeue> {
+    let namespace = fbgd
+        .namespace()
+        .ok_or(Error::MissingMetadata("namespace"))?;
+    let name = fbgd.name_any();
+    let children: Api<DynamicObject> =
+        Api::namespaced_with(ctx.client.clone(), &namespace, &flink_deployment_resource());
+    match fbgd.spec.coordination.on_delete {
+        DeletionPolicy::Orphan => {
+            for color in Color::ALL {
+                let patch = json!({"metadata": {"ownerReferences": null}});
+                match children
+                    .patch(
+                        &child_name(&name, *color),
+                        &PatchParams::default(),
+                        &Patch::Merge(&patch),
+                    )
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(status)) if status.is_not_found() => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            return Ok(Requeue::await_change());
+        }
+        DeletionPolicy::SavepointThenDelete => {
+            if let Some(wait) = final_savepoint(fbgd, ctx, &namespace).await? {
+                return Ok(Requeue::requeue(wait));
+            }
+        }
+        DeletionPolicy::Delete => {}
+    }
+    for color in Color::ALL {
+        match children
+            .delete(&child_name(&name, *color), &DeleteParams::background())
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.is_not_found() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+    match configmaps
+        .delete(&configmap_name(&name), &DeleteParams::background())
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.is_not_found() => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(Requeue::await_change())
+}
+
+/// Takes a savepoint of the active job before deletion; `Some(wait)` while it is in progress.
+async fn final_savepoint(
+    fbgd: &FlinkBlueGreenDeployment,
+    ctx: &Context,
+    namespace: &str,
+) -> Result<Option<Duration>> {
+    let Some(active) = fbgd.status.as_ref().and_then(|s| s.active_color) else {
+        return Ok(None);
+    };
+    let child = child_name(&fbgd.name_any(), active);
+    let children: Api<DynamicObject> =
+        Api::namespaced_with(ctx.client.clone(), namespace, &flink_deployment_resource());
+    let Some(job_id) = children.get_opt(&child).await?.and_then(|c| {
+        c.data
+            .pointer("/status/jobStatus/jobId")
+            .and_then(|v| v.as_str().map(str::to_owned))
+    }) else {
+        return Ok(None);
+    };
+    let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, namespace, &child);
+    let api: Api<FlinkBlueGreenDeployment> = Api::namespaced(ctx.client.clone(), namespace);
+    let recorder_note =
+        |reason: &'static str, message: String, warning: bool| crate::handover::Note {
+            warning,
+            reason,
+            message,
+        };
+    match fbgd.annotations().get(FINAL_SAVEPOINT) {
+        None => {
+            let trigger = rest
+                .trigger_savepoint(
+                    &job_id,
+                    fbgd.spec.coordination.savepoint.target_directory.as_deref(),
+                )
+                .await?;
+            let patch = json!({"metadata": {"annotations": {FINAL_SAVEPOINT: trigger}}});
+            api.patch(
+                &fbgd.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+            Ok(Some(Duration::from_secs(1)))
+        }
+        Some(trigger) => {
+            let obs = rest.observe(&job_id, Some(trigger)).await?;
+            let note = match obs.savepoint {
+                Some(crate::observed::SavepointObs::Completed(path)) => recorder_note(
+                    "FinalSavepoint",
+                    format!("final savepoint of the {} job at {path}", active.suffix()),
+                    false,
+                ),
+                Some(crate::observed::SavepointObs::Failed(why)) => recorder_note(
+                    "FinalSavepointFailed",
+                    format!("final savepoint failed ({why}); deleting anyway"),
+                    true,
+                ),
+                _ => return Ok(Some(Duration::from_secs(1))),
+            };
+            let plan = crate::handover::Plan {
+                status: fbgd.status.clone().unwrap_or_default(),
+                actions: Vec::new(),
+                notes: vec![note],
+                requeue_after: Duration::ZERO,
+            };
+            crate::execute::execute(ctx, fbgd, &plan).await?;
+            Ok(None)
+        }
+    }
+}
+
+/// Requeues failed reconciles with a short backoff and counts them by kind.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "the signature kube-runtime's Controller::run expects"
+)]
+pub fn error_policy(
+    fbgd: Arc<FlinkBlueGreenDeployment>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Requeue {
+    ctx.metrics
+        .errors
+        .with_label_values(&[error.metric_label()])
+        .inc();
+    tracing::warn!(deployment = %fbgd.name_any(), %error, "reconcile failed");
+    Requeue::requeue(Duration::from_secs(2))
+}
+
+/// Runs the controller until `shutdown` resolves.
+pub async fn run(
+    ctx: Arc<Context>,
+    namespace: Option<String>,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    let client = ctx.client.clone();
+    let (fbgds, configmaps, children) = match namespace.as_deref() {
+        Some(ns) => (
+            Api::<FlinkBlueGreenDeployment>::namespaced(client.clone(), ns),
+            Api::<ConfigMap>::namespaced(client.clone(), ns),
+            Api::<DynamicObject>::namespaced_with(client.clone(), ns, &flink_deployment_resource()),
+        ),
+        None => (
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+            Api::all_with(client.clone(), &flink_deployment_resource()),
+        ),
+    };
+    Controller::new(fbgds, watcher::Config::default())
+        .owns(
+            configmaps,
+            watcher::Config::default().labels(crate::child::LABEL_DEPLOYMENT),
+        )
+        .owns_with(
+            children,
+            flink_deployment_resource(),
+            watcher::Config::default().labels(crate::child::LABEL_DEPLOYMENT),
+        )
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            match result {
+                Ok((object, _)) => tracing::debug!(deployment = %object.name, "reconciled"),
+                Err(e) => tracing::debug!(error = %e, "reconcile error"),
+            }
+        })
+        .await;
+}
