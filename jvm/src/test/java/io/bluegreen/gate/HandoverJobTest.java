@@ -197,7 +197,7 @@ final class HandoverJobTest {
         test("handover job: the same through the sidecar long-poll source (in-process fake sidecar), 60000 ids, W proposed at blue's max", () -> {
             System.out.println("     " + handover(60_000, true, 0));
         });
-        test("handover job: the oracle fails on conflicting states (both active: duplicates; both outgoing: losses)", () -> {
+        test("handover job: the oracle fails on conflicting states (both active: duplicates; each told the other is active: losses)", () -> {
             int n = 20_000;
             HandoverJob.Verdict dup = pair(n, st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE),
                     st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
@@ -211,7 +211,84 @@ final class HandoverJobTest {
             HandoverJob.Verdict split = pair(n, st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, HandoverJob.BASE + 12_000, GREEN),
                     st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, HandoverJob.BASE + 10_000, GREEN));
             check(split.duplicates > 1_900 && split.losses == 0, "W disagreement duplicates the ids between the W's: " + split);
-            System.out.println("     both active: " + dup + "; both outgoing: " + loss + "; W 12000 vs 10000: " + split);
+            System.out.println("     both active: " + dup + "; each told the other is active: " + loss + "; W 12000 vs 10000: " + split);
+        });
+        test("handover job: a restarted gate restores its max passed event time from the checkpoint", () -> {
+            String run = "restart-" + SEQ.incrementAndGet();
+            LocalFlink flink = LocalFlink.shared();
+            ManualStateSource.Channel ch = ManualStateSource.channel(run);
+            ch.publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+            org.apache.flink.configuration.Configuration conf = new org.apache.flink.configuration.Configuration();
+            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 2);
+            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+            env.setParallelism(P);
+            env.enableCheckpointing(100);
+            int n = 400_000;
+            FailOnce.ARMED.put(run, new java.util.concurrent.atomic.AtomicBoolean(false));
+            env.fromSequence(0, n - 1)
+                    .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
+                            .<Long>forBoundedOutOfOrderness(Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
+                            .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id)))
+                    .map(new HandoverJob.Pacer(10))
+                    .map(new FailOnce(run))
+                    .process(new GateProcessFunction<Long>(BLUE, new ManualStateSource(run)).withHoldTimeout(Duration.ofSeconds(60)))
+                    .uid(GateSinkWrapper.UID).name(GateSinkWrapper.UID)
+                    .sinkTo(new HandoverJob.RecordingSink(null));
+            JobID job = flink.submit(env, run);
+            try {
+                waitFor(() -> {
+                    try {
+                        flink.vertex(job, "bluegreen-gate");
+                        return true;
+                    } catch (IllegalStateException e) {
+                        return false;
+                    }
+                }, 30_000, "the job graph");
+                String v = flink.vertex(job, "bluegreen-gate");
+                long[] before = new long[1];
+                waitFor(() -> {
+                    @SuppressWarnings("unchecked")
+                    java.util.Map<String, Object> cp = (java.util.Map<String, Object>) flink.getJson("/jobs/" + job + "/checkpoints");
+                    @SuppressWarnings("unchecked")
+                    long completed = ((Number) ((java.util.Map<String, Object>) cp.get("counts")).get("completed")).longValue();
+                    List<String> max = flink.subtaskMetric(job, v, P, GateProcessFunction.METRIC_MAX_PASSED);
+                    if (completed < 1 || max == null) {
+                        return false;
+                    }
+                    before[0] = max.stream().mapToLong(Long::parseLong).min().getAsLong();
+                    return before[0] > Long.MIN_VALUE;
+                }, 60_000, "a completed checkpoint with records passed");
+                // After the restart a gate holds everything (an incoming-color state that running
+                // gates refuse as illegal, but a fresh gate accepts), so whatever it reports as max
+                // passed comes from the restored union list state.
+                java.util.Map<String, String> hold = st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE).toData();
+                ch.publishData(hold);
+                FailOnce.ARMED.get(run).set(true);
+                // Flink's default region failover restarts only the failed subtask (each subtask is its
+                // own pipelined region here); the other one keeps RUNNING, refusing the illegal update.
+                long[] after = new long[1];
+                waitFor(() -> {
+                    List<String> lines = flink.subtaskMetric(job, v, P, GateProcessFunction.METRIC_APPLIED_STATE);
+                    if (lines == null) {
+                        return false;
+                    }
+                    for (String l : lines) {
+                        if (l.startsWith("epoch=1 ") && l.contains("active=BLUE")) {
+                            after[0] = field(l, "max-passed");
+                            return true;
+                        }
+                    }
+                    return false;
+                }, 60_000, "a restarted gate reporting the holding state");
+                check(after[0] > Long.MIN_VALUE, "restored max passed event time: " + after[0]);
+                check(after[0] >= HandoverJob.BASE, "restored value is a real event time: " + after[0]);
+                System.out.println("     max passed before the failure (min over subtasks) " + (before[0] - HandoverJob.BASE)
+                        + " (+base); the restarted subtask, holding everything, reports " + (after[0] - HandoverJob.BASE) + " (+base), from the checkpoint");
+            } finally {
+                flink.cancel(job);
+            }
         });
         test("handover job: hold -> timeout fails the Flink job with GateHoldTimeoutException", () -> {
             String run = "hold-" + SEQ.incrementAndGet();
@@ -250,5 +327,24 @@ final class HandoverJobTest {
                 }
             }
         });
+    }
+
+    /** Throws once when armed (after records were passed and checkpoints completed). */
+    static final class FailOnce implements org.apache.flink.api.common.functions.MapFunction<Long, Long> {
+        private static final long serialVersionUID = 1L;
+        static final java.util.Map<String, java.util.concurrent.atomic.AtomicBoolean> ARMED = new java.util.concurrent.ConcurrentHashMap<>();
+        private final String key;
+
+        FailOnce(String key) {
+            this.key = key;
+        }
+
+        @Override
+        public Long map(Long v) {
+            if (ARMED.get(key).compareAndSet(true, false)) {
+                throw new IllegalStateException("injected failure (test)");
+            }
+            return v;
+        }
     }
 }
