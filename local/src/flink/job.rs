@@ -113,15 +113,18 @@ pub struct JobView {
     pub held_since: Option<i64>,
     /// When a restarting job runs again.
     pub restart_at: Option<i64>,
+    /// The gates' shared-state generation the last step applied.
+    pub gate_generation: Option<u64>,
 }
 
 impl JobView {
     /// Whether the job has done everything it will do up to simulation time `t`: processed
-    /// every record readable by then (or is held by its gate), or is waiting for a later
+    /// every record readable by then (or stopped at one its gate holds), or is waiting for a later
     /// restart, or has ended.
     pub fn settled_at(&self, t: i64) -> bool {
         match self.state {
-            JobState::Running => self.processed_to >= t || self.held_since.is_some(),
+            // A held job still steps (and publishes) whenever the clock moves.
+            JobState::Running => self.processed_to >= t,
             JobState::Restarting => self.restart_at.is_some_and(|r| r > t),
             JobState::Created | JobState::Failed | JobState::Canceled | JobState::Finished => true,
         }
@@ -164,6 +167,7 @@ pub struct SimJob {
     view: Mutex<JobView>,
     updates: watch::Sender<u64>,
     commands: mpsc::UnboundedSender<Command>,
+    gate_state: Mutex<Option<Arc<SharedState>>>,
 }
 
 impl SimJob {
@@ -184,6 +188,22 @@ impl SimJob {
     /// A receiver that changes whenever the view does.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.updates.subscribe()
+    }
+
+    /// Whether the job has done everything it will do up to simulation time `t` under the
+    /// newest coordination state its gates have received (see [`JobView::settled_at`]).
+    pub fn settled_at(&self, t: i64) -> bool {
+        let view = self.lock();
+        if !view.settled_at(t) {
+            return false;
+        }
+        let current = self
+            .gate_state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|s| s.generation());
+        view.state != JobState::Running || current.is_none() || view.gate_generation == current
     }
 
     /// The gate's color, if the job has a gate.
@@ -334,9 +354,11 @@ pub(crate) fn start_job(
             processed_to: now,
             held_since: None,
             restart_at: None,
+            gate_generation: None,
         }),
         updates: watch::channel(0).0,
         commands: tx,
+        gate_state: Mutex::new(None),
         settings,
     });
     let gate = job.settings.gate.as_ref().map(|target| {
@@ -350,6 +372,9 @@ pub(crate) fn start_job(
         .spawn();
         (target.color, shared, watch)
     });
+    if let Some((_, shared, _)) = &gate {
+        *job.gate_state.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(shared));
+    }
     let driver = Driver {
         job: Arc::clone(&job),
         rt: rt.clone(),
@@ -575,6 +600,7 @@ impl Driver {
                 }
                 next_checkpoint = Some(at.saturating_add(i));
             }
+            let gate_seen = self.gate.as_ref().map(|g| g.1.generation());
             engine.refresh_gates();
             let held = engine.run_until(now, &stopped, &self.rt.ledger);
             if let Some(h) = held
@@ -619,23 +645,25 @@ impl Driver {
                 v.counters = engine.counters().to_vec();
                 v.processed_to = now;
                 v.held_since = held.map(|h| h.since_ms);
+                v.gate_generation = gate_seen;
             });
             if finished {
                 self.end(JobState::Finished);
                 return AttemptEnd::Terminal;
             }
-            self.wait(now).await;
+            self.wait(now, gate_seen).await;
         }
     }
 
     /// Sleeps until the clock moves, a command arrives or the gates' state changes.
-    async fn wait(&mut self, now: i64) {
+    /// `gate_seen` is the gates' generation applied in the last step.
+    async fn wait(&mut self, now: i64, gate_seen: Option<u64>) {
         let shared = self.gate.as_ref().map(|g| Arc::clone(&g.1));
         let faults = &mut self.faults_rx;
         let gate_changed = async {
-            match &shared {
-                Some(s) => s.changed(s.generation()).await,
-                None => std::future::pending().await,
+            match (&shared, gate_seen) {
+                (Some(s), Some(seen)) => s.changed(seen).await,
+                _ => std::future::pending().await,
             }
         };
         tokio::select! {

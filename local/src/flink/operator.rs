@@ -222,7 +222,7 @@ impl LocalFlink {
             for job in jobs {
                 let mut rx = job.subscribe();
                 loop {
-                    if job.view().settled_at(target) {
+                    if job.settled_at(target) {
                         break;
                     }
                     if rx.changed().await.is_err() {
