@@ -6,7 +6,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
-import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.apache.flink.configuration.Configuration;
@@ -14,6 +13,7 @@ import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 
 /**
  * The small job of the handover tests and the benchmark: a deterministic bounded source of ids
@@ -110,8 +110,13 @@ final class HandoverJob {
         }
     }
 
-    /** A Sink v2 that writes each record id into its recorder. */
-    static final class RecordingSink implements Sink<Long> {
+    /**
+     * A Sink v2 that writes each record id into its recorder. It extends Flink's DiscardingSink
+     * only to compile against both Flink 1.20 (where {@code createWriter(Sink.InitContext)} is
+     * abstract) and 2.x (where {@code createWriter(WriterInitContext)} is); the runtime of both calls
+     * the {@code WriterInitContext} variant.
+     */
+    static final class RecordingSink extends DiscardingSink<Long> {
         private static final long serialVersionUID = 1L;
         private final String key;
 
@@ -120,17 +125,7 @@ final class HandoverJob {
         }
 
         @Override
-        @SuppressWarnings("deprecation")
-        public SinkWriter<Long> createWriter(InitContext context) {
-            return writer();
-        }
-
-        @Override
         public SinkWriter<Long> createWriter(WriterInitContext context) {
-            return writer();
-        }
-
-        private SinkWriter<Long> writer() {
             AtomicIntegerArray counts = key == null ? null : Recorder.COUNTS.get(key);
             return new SinkWriter<>() {
                 @Override
