@@ -5,7 +5,7 @@
 #   scripts/java-test.sh                 # all tests
 #   scripts/java-test.sh handover        # only tests whose name contains "handover"
 #   JAVA_OPTS=-Xmx768m scripts/java-test.sh
-#   scripts/java-test.sh --bench [RECORDS [RUNS]]   # the figures of docs/performance.md instead
+#   scripts/java-test.sh --bench [RECORDS [RUNS [--object-reuse]]]   # the figures of docs/performance.md instead
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v java >/dev/null || { echo "java-test.sh: 'java' not found: install a JDK 17" >&2; exit 1; }

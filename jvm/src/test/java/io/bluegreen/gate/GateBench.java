@@ -142,6 +142,7 @@ public final class GateBench {
         }
         long records = args.length > 0 ? Long.parseLong(args[0]) : 10_000_000L;
         int jobReps = args.length > 1 ? Integer.parseInt(args[1]) : 5;
+        boolean objectReuse = args.length > 2 && args[2].equals("--object-reuse");
         LocalFlink flink = LocalFlink.shared();
         String ch = "bench-job";
         ManualStateSource.channel(ch).publish(running);
@@ -150,6 +151,9 @@ public final class GateBench {
         for (int rep = 0; rep <= jobReps; rep++) { // rep 0 is warmup
             for (int v = 0; v < variants.length; v++) {
                 StreamExecutionEnvironment env = HandoverJob.env(1);
+                if (objectReuse) {
+                    env.getConfig().enableObjectReuse();
+                }
                 HandoverJob.build(env, records, 0, variants[v], new GateProcessFunction<>(Color.BLUE, new ManualStateSource(ch)), null);
                 long t0 = System.nanoTime();
                 JobID job = flink.submit(env, "bench-" + variants[v] + "-" + rep);
@@ -171,7 +175,7 @@ public final class GateBench {
             System.out.printf("job %-8s runs (s): %s -> median %.3f s = %.2f M records/s, best %.3f s = %.2f M records/s%n",
                     variants[v], runs, jmed[v], records / jmed[v] / 1e6, jmin[v], records / jmin[v] / 1e6);
         }
-        System.out.printf("job throughput ratio (%d records, parallelism 1, %d interleaved runs, submit to result):%n"
+        System.out.printf("job throughput ratio (%d records, parallelism 1, object reuse " + objectReuse + ", %d interleaved runs, submit to result):%n"
                 + "  median: gate/none %.3f, gate/identity %.3f; best: gate/none %.3f, gate/identity %.3f%n",
                 records, jobReps, jmed[0] / jmed[2], jmed[1] / jmed[2], jmin[0] / jmin[2], jmin[1] / jmin[2]);
         System.out.flush();
