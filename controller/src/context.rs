@@ -2,7 +2,7 @@
 
 use kube::api::ApiResource;
 use kube::core::GroupVersionKind;
-use kube::runtime::events::Recorder;
+use kube::runtime::events::{Recorder, Reporter};
 
 use crate::metrics::Metrics;
 
@@ -26,6 +26,32 @@ pub struct Context {
     pub metrics: Metrics,
     /// Kubernetes Events.
     pub recorder: Recorder,
+}
+
+impl Context {
+    /// A context for `client`, reaching Flink's REST API through `rest_url_template` with
+    /// `rest_timeout` per call, publishing events as `identity`.
+    pub fn new(
+        client: kube::Client,
+        rest_url_template: &str,
+        rest_timeout: std::time::Duration,
+        identity: &str,
+    ) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: FIELD_MANAGER.into(),
+                instance: Some(identity.to_owned()),
+            },
+        );
+        Self {
+            client,
+            http: crate::flink_rest::http_client(rest_timeout),
+            rest_url_template: rest_url_template.to_owned(),
+            metrics: Metrics::new(),
+            recorder,
+        }
+    }
 }
 
 /// The Apache operator's `FlinkDeployment` as a dynamic resource.

@@ -6,14 +6,12 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use bluegreen_controller::context::Context;
-use bluegreen_controller::flink_rest::{DEFAULT_URL_TEMPLATE, http_client};
+use bluegreen_controller::flink_rest::DEFAULT_URL_TEMPLATE;
 use bluegreen_controller::leader::{LeaseConfig, run_when_leader};
-use bluegreen_controller::metrics::Metrics;
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
 use bluegreen_controller::server::{ServerState, serve};
 use clap::{Parser, Subcommand};
 use kube::CustomResourceExt;
-use kube::runtime::events::{Recorder, Reporter};
 
 #[derive(Parser)]
 #[command(
@@ -95,21 +93,13 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         .identity
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| format!("bluegreen-{}", std::process::id()));
-    let metrics = Metrics::new();
-    let recorder = Recorder::new(
+    let ctx = Arc::new(Context::new(
         client.clone(),
-        Reporter {
-            controller: "bluegreen-controller".into(),
-            instance: Some(identity.clone()),
-        },
-    );
-    let ctx = Arc::new(Context {
-        client: client.clone(),
-        http: http_client(args.flink_rest_timeout),
-        rest_url_template: args.flink_rest_url,
-        metrics: metrics.clone(),
-        recorder,
-    });
+        &args.flink_rest_url,
+        args.flink_rest_timeout,
+        &identity,
+    ));
+    let metrics = ctx.metrics.clone();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut server_stop = stop_rx.clone();
     let server = tokio::spawn(serve(

@@ -1,0 +1,304 @@
+//! The local stack the demo and the end-to-end tests run on: the in-process Kubernetes API server
+//! with both CRDs, the local Flink runner on a scaled clock, and the controller — the same code
+//! as `bluegreen-controller run`, pointed at them through an ordinary `kube::Client`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use bluegreen_controller::context::Context;
+use bluegreen_controller::resource::{
+    Coordination, FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, FlinkDeploymentSpec,
+    FlinkDeploymentTemplate, JobSpec, ToggleChoice,
+};
+use bluegreen_local::apiserver::{LocalApiServer, Options};
+use bluegreen_local::flink::crd::install_flink_deployment_crd;
+use bluegreen_local::flink::{
+    DEFAULT_START_MS, DeploymentRef, LocalFlink, LocalFlinkOptions, SimClock,
+};
+use bluegreen_local::ledger::{Expectation, LedgerReport, SinkMode};
+use bluegreen_protocol::Color;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::{CustomResourceExt, ResourceExt};
+use serde_json::json;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The namespace everything runs in.
+pub const NAMESPACE: &str = "default";
+
+/// How the stack runs.
+#[derive(Debug, Clone)]
+pub struct StackOptions {
+    /// Simulated seconds per wall-clock second.
+    pub speed: f64,
+    /// How sinks commit into the ledger.
+    pub sink: SinkMode,
+    /// Keep the API server's objects in this directory.
+    pub data_dir: Option<std::path::PathBuf>,
+}
+
+impl Default for StackOptions {
+    fn default() -> Self {
+        Self {
+            speed: 20.0,
+            sink: SinkMode::Transactional,
+            data_dir: None,
+        }
+    }
+}
+
+/// The running stack.
+pub struct LocalStack {
+    /// The Kubernetes API server.
+    pub server: LocalApiServer,
+    /// A client of it.
+    pub client: kube::Client,
+    /// The local Flink runner.
+    pub flink: LocalFlink,
+    /// The controller's shared context.
+    pub ctx: Arc<Context>,
+    controller: Option<(watch::Sender<bool>, JoinHandle<()>)>,
+}
+
+impl LocalStack {
+    /// Starts the API server, installs the FlinkDeployment and FlinkBlueGreenDeployment CRDs and
+    /// starts the Flink runner. The controller is started with [`LocalStack::start_controller`].
+    pub async fn start(options: StackOptions) -> anyhow::Result<Self> {
+        let server = LocalApiServer::start(Options {
+            data_dir: options.data_dir,
+            ..Options::default()
+        })
+        .await
+        .context("start the local Kubernetes API server")?;
+        install_flink_deployment_crd(&server).context("install the FlinkDeployment CRD")?;
+        server
+            .apply_object(&FlinkBlueGreenDeployment::crd())
+            .context("install the FlinkBlueGreenDeployment CRD")?;
+        let client = server.client();
+        let flink = LocalFlink::start(
+            client.clone(),
+            LocalFlinkOptions {
+                clock: SimClock::scaled(DEFAULT_START_MS, options.speed),
+                sink_mode: options.sink,
+                ..LocalFlinkOptions::default()
+            },
+        )
+        .await
+        .context("start the local Flink runner")?;
+        let ctx = Arc::new(Context::new(
+            client.clone(),
+            &flink.rest_url_template(),
+            Duration::from_secs(2),
+            "local",
+        ));
+        Ok(Self {
+            server,
+            client,
+            flink,
+            ctx,
+            controller: None,
+        })
+    }
+
+    /// Starts the controller (no leader election: it is the only replica).
+    pub fn start_controller(&mut self) {
+        let (stop, mut stopped) = watch::channel(false);
+        let shutdown = async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        let task = tokio::spawn(bluegreen_controller::reconcile::run(
+            Arc::clone(&self.ctx),
+            Some(NAMESPACE.to_owned()),
+            shutdown,
+        ));
+        self.controller = Some((stop, task));
+    }
+
+    /// Stops the controller abruptly (its task is dropped mid-reconcile), as a crash would.
+    pub async fn crash_controller(&mut self) {
+        if let Some((_, task)) = self.controller.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    /// The API of our resource.
+    pub fn fbgds(&self) -> Api<FlinkBlueGreenDeployment> {
+        Api::namespaced(self.client.clone(), NAMESPACE)
+    }
+
+    /// Creates a FlinkBlueGreenDeployment.
+    pub async fn create(
+        &self,
+        name: &str,
+        spec: FlinkBlueGreenDeploymentSpec,
+    ) -> anyhow::Result<()> {
+        let fbgd = FlinkBlueGreenDeployment::new(name, spec);
+        self.fbgds().create(&PostParams::default(), &fbgd).await?;
+        Ok(())
+    }
+
+    /// Merge-patches the spec of `name`.
+    pub async fn patch_spec(&self, name: &str, spec: serde_json::Value) -> anyhow::Result<()> {
+        self.fbgds()
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({ "spec": spec })),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Waits (wall clock, bounded) until `done` holds for the resource.
+    pub async fn wait_for(
+        &self,
+        name: &str,
+        timeout: Duration,
+        what: &str,
+        done: impl Fn(&FlinkBlueGreenDeployment) -> bool,
+    ) -> anyhow::Result<FlinkBlueGreenDeployment> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let fbgd = self.fbgds().get(name).await?;
+            if done(&fbgd) {
+                return Ok(fbgd);
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!(
+                    "{name}: {what} did not happen within {timeout:?}; status: {}",
+                    serde_json::to_string_pretty(&fbgd.status)?
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits until `name` runs `color` alone with no handover in progress.
+    pub async fn wait_steady(
+        &self,
+        name: &str,
+        color: Color,
+        timeout: Duration,
+    ) -> anyhow::Result<FlinkBlueGreenDeployment> {
+        self.wait_for(name, timeout, &format!("steady on {color}"), |f| {
+            f.status.as_ref().is_some_and(|s| {
+                s.active_color == Some(color)
+                    && s.transition.is_none()
+                    && s.conditions
+                        .iter()
+                        .any(|c| c.type_ == "Ready" && c.status == "True")
+            })
+        })
+        .await
+    }
+
+    /// The ledger's verdict on everything `name` emitted so far, judged by the handovers in its
+    /// status history: every record up to the active job's watermark (that had arrived by then)
+    /// emitted exactly once, by the color that owned its event time. Waits until the active job
+    /// completed two more checkpoints so that the transactional sink has committed them.
+    pub async fn report(&self, name: &str) -> anyhow::Result<LedgerReport> {
+        let fbgd = self.fbgds().get(name).await?;
+        let status = fbgd.status.clone().unwrap_or_default();
+        let active = status.active_color.context("no active color")?;
+        let d = DeploymentRef::new(
+            NAMESPACE,
+            &format!("{}-{}", fbgd.name_any(), active.suffix()),
+        );
+        let job = self
+            .flink
+            .job(&d)
+            .context("the active job is not running")?;
+        let view = job.view();
+        let (horizon, arrived_by, checkpoints) = (
+            view.job_watermark,
+            self.flink.clock().now_ms(),
+            view.completed_checkpoints,
+        );
+        self.flink
+            .wait_for_job(&d, Duration::from_secs(20), |v| {
+                v.completed_checkpoints >= checkpoints + 2
+            })
+            .await?;
+        let mut expectation = Expectation::new(job.settings.source.clone(), horizon)
+            .arrived_by(arrived_by)
+            .owned_by(Color::Blue);
+        let mut handovers: Vec<_> = status
+            .history
+            .iter()
+            .filter(|h| h.outcome == "Promoted")
+            .filter_map(|h| h.toggle.map(|w| (w, h.to)))
+            .collect();
+        handovers.sort_unstable();
+        for (w, to) in handovers {
+            expectation = expectation.handover(w, to);
+        }
+        Ok(self.flink.ledger().report(&expectation))
+    }
+
+    /// Stops the controller and the runner.
+    pub async fn shutdown(mut self) {
+        if let Some((stop, task)) = self.controller.take() {
+            let _ = stop.send(true);
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+        self.flink.shutdown().await;
+        self.server.shutdown().await;
+    }
+}
+
+/// The sample job: a keyed running count over a 4-split topic with out-of-order and late
+/// records, gated before its sink. `version` goes into the image tag.
+pub fn orders_job(version: &str, parallelism: i32) -> FlinkBlueGreenDeploymentSpec {
+    let conf: BTreeMap<String, String> = [
+        ("bluegreen.sim.splits", "4"),
+        ("bluegreen.sim.records-per-second", "20"),
+        ("bluegreen.sim.out-of-orderness-ms", "500"),
+        ("bluegreen.sim.late-fraction", "0.01"),
+        ("bluegreen.sim.late-max-ms", "2000"),
+        ("bluegreen.sim.version", version),
+        ("execution.checkpointing.interval", "5s"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    FlinkBlueGreenDeploymentSpec {
+        template: FlinkDeploymentTemplate {
+            metadata: bluegreen_controller::resource::TemplateMetadata::default(),
+            spec: FlinkDeploymentSpec {
+                image: Some(format!("example.com/orders:{version}")),
+                flink_version: Some("v1_20".into()),
+                flink_configuration: conf,
+                job: JobSpec {
+                    jar_uri: "local:///opt/flink/usrlib/orders.jar".into(),
+                    parallelism: Some(parallelism),
+                    upgrade_mode: Some("savepoint".into()),
+                    ..JobSpec::default()
+                },
+                other: [
+                    ("serviceAccount".to_owned(), json!("flink")),
+                    (
+                        "jobManager".to_owned(),
+                        json!({"resource": {"memory": "1024m", "cpu": 0.5}}),
+                    ),
+                    (
+                        "taskManager".to_owned(),
+                        json!({"resource": {"memory": "2048m", "cpu": 1}}),
+                    ),
+                ]
+                .into(),
+            },
+        },
+        coordination: Coordination {
+            toggle: ToggleChoice {
+                offset: Some("10s".into()),
+                value: None,
+            },
+            deployment_deletion_delay: "1s".into(),
+            abort_grace_period: "30s".into(),
+            ..Coordination::default()
+        },
+    }
+}

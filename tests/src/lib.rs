@@ -1,0 +1,2 @@
+//! End-to-end tests live in `tests/tests/`; this crate has no library code.
+#![forbid(unsafe_code)]
