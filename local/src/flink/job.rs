@@ -132,7 +132,12 @@ impl JobView {
 }
 
 enum Command {
-    Savepoint { request_id: String, stop: bool },
+    Savepoint {
+        request_id: String,
+        stop: bool,
+        /// Simulation time of the request (an injected delay counts from here).
+        at: i64,
+    },
     Cancel,
 }
 
@@ -168,6 +173,7 @@ pub struct SimJob {
     updates: watch::Sender<u64>,
     commands: mpsc::UnboundedSender<Command>,
     gate_state: Mutex<Option<Arc<SharedState>>>,
+    clock: SimClock,
 }
 
 impl SimJob {
@@ -206,6 +212,10 @@ impl SimJob {
         view.state != JobState::Running || current.is_none() || view.gate_generation == current
     }
 
+    fn clock_now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     /// The gate's color, if the job has a gate.
     pub fn color(&self) -> Option<Color> {
         self.settings.gate.as_ref().map(|g| g.color)
@@ -236,6 +246,7 @@ impl SimJob {
             .send(Command::Savepoint {
                 request_id: request_id.clone(),
                 stop,
+                at: self.clock_now(),
             })
             .map_err(|_| SimError::JobState {
                 job_id: self.job_id.clone(),
@@ -359,6 +370,7 @@ pub(crate) fn start_job(
         updates: watch::channel(0).0,
         commands: tx,
         gate_state: Mutex::new(None),
+        clock: rt.clock.clone(),
         settings,
     });
     let gate = job.settings.gate.as_ref().map(|target| {
@@ -574,13 +586,13 @@ impl Driver {
                         self.end(JobState::Canceled);
                         return AttemptEnd::Terminal;
                     }
-                    Command::Savepoint { request_id, stop } => {
+                    Command::Savepoint { request_id, stop, at } => {
                         let f = self.rt.faults.take_savepoint_fault(&self.job.deployment);
                         savepoints.push(PendingSavepoint {
                             request_id,
                             stop,
                             fail: f.fail,
-                            ready_at: now.saturating_add(f.delay_ms),
+                            ready_at: at.saturating_add(f.delay_ms),
                         });
                     }
                 }

@@ -82,6 +82,9 @@ pub(crate) struct Shared {
     pub rt: JobRuntime,
     /// Jobs of every existing deployment, oldest first (the last one is the current job).
     pub jobs: Mutex<BTreeMap<DeploymentRef, Vec<Arc<SimJob>>>>,
+    /// The next start-up deadline of every deploying deployment (simulation time), so that
+    /// [`LocalFlink::settle`] can wait for the operator too.
+    pub deadlines: Mutex<BTreeMap<DeploymentRef, i64>>,
 }
 
 impl Shared {
@@ -112,6 +115,7 @@ impl LocalFlink {
         let shared = Arc::new(Shared {
             rt,
             jobs: Mutex::default(),
+            deadlines: Mutex::default(),
         });
         let (rest_addr, rest_task) = rest::serve(Arc::clone(&shared), options.rest_port).await?;
         let api: Api<DynamicObject> = match &options.namespace {
@@ -208,10 +212,31 @@ impl LocalFlink {
         }
     }
 
-    /// Waits (bounded, wall clock) until every running job has processed everything up to the
-    /// clock's current time (a job held by its gate, restarting or ended counts as settled).
+    /// Waits (bounded, wall clock) until the operator has made every start-up step due by the
+    /// clock's current time and every job has processed everything up to it (a job stopped at
+    /// a record its gate holds, waiting for a later restart, or ended counts as settled).
     pub async fn settle(&self, timeout: Duration) -> Result<(), SimError> {
         let target = self.clock().now_ms();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let due = self
+                .shared
+                .deadlines
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .values()
+                .any(|d| *d <= target);
+            if !due {
+                break;
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(SimError::Timeout {
+                    what: format!("deployments to start by {target}"),
+                    waited_ms: timeout.as_millis(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         let jobs: Vec<Arc<SimJob>> = self
             .shared
             .jobs()
@@ -421,6 +446,7 @@ impl Actor {
                 }),
                 _ => None,
             };
+            self.publish_deadline();
             let job = match &self.phase {
                 Phase::Running(job) => Some(Arc::clone(job)),
                 _ => None,
@@ -472,11 +498,44 @@ impl Actor {
         }
     }
 
+    /// The next start-up deadline, as [`LocalFlink::settle`] needs it.
+    fn next_deadline(&self) -> Option<i64> {
+        match &self.phase {
+            Phase::Deploying {
+                not_ready_at,
+                ready_at,
+                ..
+            } => Some(if self.status.jm == JmStatus::Deploying {
+                *not_ready_at
+            } else {
+                *ready_at
+            }),
+            _ => None,
+        }
+    }
+
+    fn publish_deadline(&self) {
+        let mut deadlines = self
+            .shared
+            .deadlines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match self.next_deadline() {
+            Some(at) => deadlines.insert(self.key.clone(), at),
+            None => deadlines.remove(&self.key),
+        };
+    }
+
     fn on_deleted(&mut self) {
         if let Phase::Running(job) = &self.phase {
             job.cancel();
         }
         self.shared.jobs().remove(&self.key);
+        self.shared
+            .deadlines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.key);
         tracing::info!(deployment = %self.key, "FlinkDeployment deleted: job cancelled");
     }
 
@@ -514,6 +573,15 @@ impl Actor {
             Err(e) => {
                 tracing::warn!(deployment = %self.key, error = %e, "cannot reconcile FlinkDeployment");
                 self.status.error = Some(e.to_string());
+                self.status.upgrading = false;
+                if self.status.lifecycle == Lifecycle::Upgrading {
+                    // The old job keeps running (a failed stop-with-savepoint leaves it alone).
+                    self.status.lifecycle = if matches!(self.phase, Phase::Running(_)) {
+                        Lifecycle::Stable
+                    } else {
+                        Lifecycle::Failed
+                    };
+                }
                 self.retry = Some((obj, tokio::time::Instant::now() + Duration::from_millis(500)));
             }
         }
@@ -630,10 +698,9 @@ impl Actor {
 
     fn begin_deploy(&mut self, settings: Arc<JobSettings>, restore: Option<Arc<Snapshot>>) {
         let now = self.clock().now_ms();
-        let delay = settings
-            .startup_delay_ms
-            .saturating_add(self.shared.rt.faults.extra_startup_ms(&self.key))
-            .max(0);
+        let delay = settings.startup_delay_ms.max(0);
+        // A slow start delays readiness, not the JobManager deployment.
+        let extra = self.shared.rt.faults.extra_startup_ms(&self.key);
         self.status.lifecycle = Lifecycle::Deployed;
         self.status.jm = JmStatus::Deploying;
         self.status.job_state = Some("RECONCILING");
@@ -645,7 +712,7 @@ impl Actor {
             restore,
             job_id: new_job_id(),
             not_ready_at: now.saturating_add(delay / 2),
-            ready_at: now.saturating_add(delay),
+            ready_at: now.saturating_add(delay).saturating_add(extra),
         };
     }
 
@@ -702,7 +769,6 @@ impl Actor {
                     self.status.lifecycle = Lifecycle::Stable;
                     self.status.stable_spec.clone_from(&self.status.reconciled_spec);
                 }
-                self.status.error = None;
             }
             JobState::Failed => {
                 self.status.lifecycle = Lifecycle::Failed;
@@ -728,6 +794,7 @@ impl Actor {
 
     /// Writes the status through the status subresource if it changed.
     async fn write_status(&mut self) {
+        self.publish_deadline();
         let mut status = self.status.to_json();
         if let Some(w) = &self.written {
             // updateTime alone does not justify a write.
