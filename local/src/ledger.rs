@@ -333,24 +333,20 @@ impl Ledger {
             }
             if *total > 1 {
                 report.total.duplicates += 1;
-                note(
-                    format!(
-                        "duplicate: {} (t={}) emission #{} by {:?} subtask {} job {} attempt {}",
-                        e.record, e.event_time, total, e.color, e.subtask, e.job_id, e.attempt
-                    ),
-                );
+                note(format!(
+                    "duplicate: {} (t={}) emission #{} by {:?} subtask {} job {} attempt {}",
+                    e.record, e.event_time, total, e.color, e.subtask, e.job_id, e.attempt
+                ));
             }
             if let (Some(owner), Some(color)) = (expectation.owner(e.event_time), e.color)
                 && owner != color
             {
                 counts.wrong_color += 1;
                 report.total.wrong_color += 1;
-                note(
-                    format!(
-                        "wrong color: {} (t={}) emitted by {color}, owned by {owner}",
-                        e.record, e.event_time
-                    ),
-                );
+                note(format!(
+                    "wrong color: {} (t={}) emitted by {color}, owned by {owner}",
+                    e.record, e.event_time
+                ));
             }
         }
         report.total.emissions = emissions.len() as u64;
@@ -384,27 +380,23 @@ impl Ledger {
                 if owner.is_some() {
                     report.per_color.entry(owner).or_default().losses += 1;
                 }
-                note(
-                    format!(
-                        "lost: {} (t={}, arrival={}, owner {owner:?})",
-                        r.id, r.event_time, r.arrival
-                    ),
-                );
+                note(format!(
+                    "lost: {} (t={}, arrival={}, owner {owner:?})",
+                    r.id, r.event_time, r.arrival
+                ));
             }
         }
         if expectation.check_counts {
             for e in &emissions {
                 if expected_count.get(&e.record) != Some(&e.count) {
                     report.count_mismatches += 1;
-                    note(
-                        format!(
-                            "count mismatch: {} key {} emitted count {}, replay says {:?}",
-                            e.record,
-                            e.key,
-                            e.count,
-                            expected_count.get(&e.record)
-                        ),
-                    );
+                    note(format!(
+                        "count mismatch: {} key {} emitted count {}, replay says {:?}",
+                        e.record,
+                        e.key,
+                        e.count,
+                        expected_count.get(&e.record)
+                    ));
                 }
             }
         }

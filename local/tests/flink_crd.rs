@@ -44,15 +44,27 @@ fn the_crd_is_the_upstream_one() {
 fn a_controller_child_spec_validates() {
     let report = validate_flink_deployment(&controller_child()).expect("schema");
     assert!(report.errors.is_empty(), "{:?}", report.errors);
-    assert!(report.unknown_fields.is_empty(), "{:?}", report.unknown_fields);
+    assert!(
+        report.unknown_fields.is_empty(),
+        "{:?}",
+        report.unknown_fields
+    );
 }
 
 #[test]
 fn invalid_specs_fail_with_the_offending_field() {
     for (pointer, value, field) in [
-        ("/spec/job/upgradeMode", json!("sometimes"), "spec.job.upgradeMode"),
+        (
+            "/spec/job/upgradeMode",
+            json!("sometimes"),
+            "spec.job.upgradeMode",
+        ),
         ("/spec/job/state", json!("paused"), "spec.job.state"),
-        ("/spec/job/parallelism", json!("four"), "spec.job.parallelism"),
+        (
+            "/spec/job/parallelism",
+            json!("four"),
+            "spec.job.parallelism",
+        ),
         ("/spec/flinkVersion", json!("v9_99"), "spec.flinkVersion"),
         ("/spec/image", json!(5), "spec.image"),
     ] {
@@ -68,14 +80,20 @@ fn invalid_specs_fail_with_the_offending_field() {
     let mut d = controller_child();
     d["spec"]["job"]["jarUri"] = json!("misspelled");
     let report = validate_flink_deployment(&d).expect("schema");
-    assert!(report.unknown_fields.iter().any(|f| f.contains("jarUri")), "{report:?}");
+    assert!(
+        report.unknown_fields.iter().any(|f| f.contains("jarUri")),
+        "{report:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_local_api_server_enforces_the_schema() {
     let env = env(SinkMode::Transactional).await;
     let ok: DynamicObject = serde_json::from_value(controller_child()).expect("object");
-    api(&env.client).create(&PostParams::default(), &ok).await.expect("valid child accepted");
+    api(&env.client)
+        .create(&PostParams::default(), &ok)
+        .await
+        .expect("valid child accepted");
     let mut bad = controller_child();
     bad["metadata"]["name"] = json!("orders-blue");
     bad["spec"]["job"]["upgradeMode"] = json!("sometimes");

@@ -4,7 +4,9 @@ mod flink_support;
 
 use bluegreen_local::flink::{JobFailure, JobState};
 use bluegreen_local::ledger::{Expectation, SinkMode};
-use flink_support::{WAIT, dref, deployment, env, job_state, lifecycle, patch_spec, start, wait_status};
+use flink_support::{
+    WAIT, deployment, dref, env, job_state, lifecycle, patch_spec, start, wait_status,
+};
 use serde_json::json;
 
 const CONF: &[(&str, &str)] = &[
@@ -20,12 +22,24 @@ const CONF: &[(&str, &str)] = &[
 async fn a_job_alone_emits_every_record_exactly_once() {
     let env = env(SinkMode::Transactional).await;
     start(&env, &deployment("orders", 2, CONF)).await;
-    env.flink.advance(600_000, 1000, WAIT).await.expect("ten minutes pass");
+    env.flink
+        .advance(600_000, 1000, WAIT)
+        .await
+        .expect("ten minutes pass");
 
     // Stop with a savepoint: the transactional sink commits everything the job emitted.
-    patch_spec(&env.client, "orders", json!({"job": {"state": "suspended"}})).await;
+    patch_spec(
+        &env.client,
+        "orders",
+        json!({"job": {"state": "suspended"}}),
+    )
+    .await;
     let s = wait_status(&env.client, "orders", |s| lifecycle(s) == "SUSPENDED").await;
-    assert!(s["jobStatus"]["upgradeSavepointPath"].as_str().is_some_and(|p| p.starts_with("file:///bluegreen-local/savepoints/")));
+    assert!(
+        s["jobStatus"]["upgradeSavepointPath"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("file:///bluegreen-local/savepoints/"))
+    );
     let job = env.flink.job(&dref("orders")).expect("job");
     assert_eq!(job.view().state, JobState::Finished);
 
@@ -47,10 +61,16 @@ async fn fail_and_restart(sink: SinkMode) -> (bluegreen_local::ledger::LedgerRep
     let env = env(sink).await;
     start(&env, &deployment("orders", 3, CONF)).await;
     let d = dref("orders");
-    env.flink.advance(95_000, 1000, WAIT).await.expect("time passes");
+    env.flink
+        .advance(95_000, 1000, WAIT)
+        .await
+        .expect("time passes");
     let job = env.flink.job(&d).expect("job");
     let before = job.view();
-    let checkpoint = before.latest_checkpoint.clone().expect("a checkpoint was taken");
+    let checkpoint = before
+        .latest_checkpoint
+        .clone()
+        .expect("a checkpoint was taken");
     let since_checkpoint: u64 = before
         .positions
         .iter()
@@ -62,19 +82,30 @@ async fn fail_and_restart(sink: SinkMode) -> (bluegreen_local::ledger::LedgerRep
     env.flink.faults().fail_job_now(&d, JobFailure::Restart);
     env.flink.settle(WAIT).await.expect("settles");
     wait_status(&env.client, "orders", |s| job_state(s) == "RESTARTING").await;
-    env.flink.advance(200_000, 1000, WAIT).await.expect("time passes");
+    env.flink
+        .advance(200_000, 1000, WAIT)
+        .await
+        .expect("time passes");
     let view = job.view();
     assert_eq!(view.state, JobState::Running);
     assert_eq!(view.attempt, 1);
-    assert_eq!(view.restored.as_ref().map(|r| r.0.path.clone()), Some(checkpoint.path.clone()));
+    assert_eq!(
+        view.restored.as_ref().map(|r| r.0.path.clone()),
+        Some(checkpoint.path.clone())
+    );
 
-    patch_spec(&env.client, "orders", json!({"job": {"state": "suspended"}})).await;
+    patch_spec(
+        &env.client,
+        "orders",
+        json!({"job": {"state": "suspended"}}),
+    )
+    .await;
     wait_status(&env.client, "orders", |s| lifecycle(s) == "SUSPENDED").await;
     let horizon = job.view().job_watermark;
-    let report = env
-        .flink
-        .ledger()
-        .report(&Expectation::new(job.settings.source.clone(), horizon).arrived_by(env.flink.clock().now_ms()));
+    let report = env.flink.ledger().report(
+        &Expectation::new(job.settings.source.clone(), horizon)
+            .arrived_by(env.flink.clock().now_ms()),
+    );
     (report, since_checkpoint)
 }
 
@@ -91,5 +122,8 @@ async fn a_restart_from_a_checkpoint_duplicates_with_the_at_least_once_sink() {
     assert!(!report.is_exactly_once(), "{report}");
     assert_eq!(report.total.duplicates, since_checkpoint, "{report}");
     assert_eq!(report.total.losses, 0, "{report}");
-    assert_eq!(report.count_mismatches, 0, "replayed records carry the restored counts: {report}");
+    assert_eq!(
+        report.count_mismatches, 0,
+        "replayed records carry the restored counts: {report}"
+    );
 }

@@ -24,12 +24,22 @@ async fn status_moves_from_deployed_to_stable_through_the_startup_delay() {
     assert_eq!(lifecycle(&s), "DEPLOYED");
     assert_eq!(s["jobManagerDeploymentStatus"], "DEPLOYING");
     assert_eq!(s["reconciliationStatus"]["state"], "DEPLOYED");
-    assert!(s["reconciliationStatus"]["lastReconciledSpec"].as_str().is_some_and(|j| j.contains("\"parallelism\":2")));
+    assert!(
+        s["reconciliationStatus"]["lastReconciledSpec"]
+            .as_str()
+            .is_some_and(|j| j.contains("\"parallelism\":2"))
+    );
 
     env.flink.clock().advance(1000);
-    let s = wait_status(&env.client, "orders", |s| s["jobManagerDeploymentStatus"] == "DEPLOYED_NOT_READY").await;
+    let s = wait_status(&env.client, "orders", |s| {
+        s["jobManagerDeploymentStatus"] == "DEPLOYED_NOT_READY"
+    })
+    .await;
     assert_eq!(job_state(&s), "CREATED");
-    let job_id = s["jobStatus"]["jobId"].as_str().expect("job id known once submitted").to_owned();
+    let job_id = s["jobStatus"]["jobId"]
+        .as_str()
+        .expect("job id known once submitted")
+        .to_owned();
 
     env.flink.clock().advance(1000);
     let s = wait_status(&env.client, "orders", |s| lifecycle(s) == "STABLE").await;
@@ -45,14 +55,28 @@ async fn suspend_and_resume_go_through_a_savepoint_and_upgrades_follow_the_upgra
     let env = env(SinkMode::Transactional).await;
     let d = dref("orders");
     start(&env, &deployment("orders", 2, CONF)).await;
-    env.flink.advance(30_000, 1000, WAIT).await.expect("time passes");
+    env.flink
+        .advance(30_000, 1000, WAIT)
+        .await
+        .expect("time passes");
     let first = env.flink.job(&d).expect("job");
 
-    patch_spec(&env.client, "orders", json!({"job": {"state": "suspended"}})).await;
+    patch_spec(
+        &env.client,
+        "orders",
+        json!({"job": {"state": "suspended"}}),
+    )
+    .await;
     let s = wait_status(&env.client, "orders", |s| lifecycle(s) == "SUSPENDED").await;
     assert_eq!(job_state(&s), "SUSPENDED");
-    let path = s["jobStatus"]["upgradeSavepointPath"].as_str().expect("savepoint path").to_owned();
-    assert_eq!(s["jobStatus"]["savepointInfo"]["lastSavepoint"]["location"], path.as_str());
+    let path = s["jobStatus"]["upgradeSavepointPath"]
+        .as_str()
+        .expect("savepoint path")
+        .to_owned();
+    assert_eq!(
+        s["jobStatus"]["savepointInfo"]["lastSavepoint"]["location"],
+        path.as_str()
+    );
     assert_eq!(first.view().state, JobState::Finished);
 
     patch_spec(&env.client, "orders", json!({"job": {"state": "running"}})).await;
@@ -61,29 +85,56 @@ async fn suspend_and_resume_go_through_a_savepoint_and_upgrades_follow_the_upgra
     wait_status(&env.client, "orders", |s| lifecycle(s) == "STABLE").await;
     let resumed = env.flink.job(&d).expect("job");
     assert_ne!(resumed.job_id, first.job_id);
-    assert_eq!(resumed.view().restored.map(|r| r.0.path.clone()), Some(path));
+    assert_eq!(
+        resumed.view().restored.map(|r| r.0.path.clone()),
+        Some(path)
+    );
 
     // last-state: a spec change resumes from the latest checkpoint.
-    env.flink.advance(12_000, 1000, WAIT).await.expect("time passes");
-    let checkpoint = resumed.view().latest_checkpoint.expect("checkpointed").path.clone();
-    patch_spec(&env.client, "orders", json!({"job": {"upgradeMode": "last-state", "parallelism": 3}})).await;
+    env.flink
+        .advance(12_000, 1000, WAIT)
+        .await
+        .expect("time passes");
+    let checkpoint = resumed
+        .view()
+        .latest_checkpoint
+        .expect("checkpointed")
+        .path
+        .clone();
+    patch_spec(
+        &env.client,
+        "orders",
+        json!({"job": {"upgradeMode": "last-state", "parallelism": 3}}),
+    )
+    .await;
     wait_status(&env.client, "orders", |s| job_state(s) == "RECONCILING").await;
     env.flink.clock().advance(5000);
     let upgraded = env
         .flink
-        .wait_for_job(&d, WAIT, |v| v.state == JobState::Running && v.restored.is_some())
+        .wait_for_job(&d, WAIT, |v| {
+            v.state == JobState::Running && v.restored.is_some()
+        })
         .await
         .expect("upgraded job");
     assert_eq!(upgraded.settings.parallelism, 3);
-    assert_eq!(upgraded.view().restored.map(|r| r.0.path.clone()), Some(checkpoint));
+    assert_eq!(
+        upgraded.view().restored.map(|r| r.0.path.clone()),
+        Some(checkpoint)
+    );
     assert_eq!(resumed.view().state, JobState::Canceled);
 
     // Every record up to the last stop is still emitted exactly once.
-    patch_spec(&env.client, "orders", json!({"job": {"state": "suspended", "upgradeMode": "savepoint"}})).await;
+    patch_spec(
+        &env.client,
+        "orders",
+        json!({"job": {"state": "suspended", "upgradeMode": "savepoint"}}),
+    )
+    .await;
     wait_status(&env.client, "orders", |s| lifecycle(s) == "SUSPENDED").await;
     let horizon = upgraded.view().job_watermark;
     let report = env.flink.ledger().report(
-        &Expectation::new(upgraded.settings.source.clone(), horizon).arrived_by(env.flink.clock().now_ms()),
+        &Expectation::new(upgraded.settings.source.clone(), horizon)
+            .arrived_by(env.flink.clock().now_ms()),
     );
     assert!(report.is_exactly_once(), "{report}");
 }
@@ -92,11 +143,17 @@ async fn suspend_and_resume_go_through_a_savepoint_and_upgrades_follow_the_upgra
 async fn deleting_the_deployment_cancels_its_job_and_discards_uncommitted_output() {
     let env = env(SinkMode::Transactional).await;
     start(&env, &deployment("orders", 1, CONF)).await;
-    env.flink.advance(7000, 1000, WAIT).await.expect("time passes");
+    env.flink
+        .advance(7000, 1000, WAIT)
+        .await
+        .expect("time passes");
     let job = env.flink.job(&dref("orders")).expect("job");
     assert!(env.flink.ledger().pending() > 0);
     delete(&env.client, "orders").await;
-    assert_eq!(job.await_terminal(WAIT).await.expect("ends"), JobState::Canceled);
+    assert_eq!(
+        job.await_terminal(WAIT).await.expect("ends"),
+        JobState::Canceled
+    );
     assert_eq!(env.flink.ledger().pending(), 0);
     assert!(env.flink.ledger().discarded() > 0);
     assert!(env.flink.job(&dref("orders")).is_none());
@@ -106,10 +163,17 @@ async fn deleting_the_deployment_cancels_its_job_and_discards_uncommitted_output
 async fn a_permanent_failure_and_a_crash_loop_end_in_failed() {
     let env = env(SinkMode::Transactional).await;
     start(&env, &deployment("orders", 1, CONF)).await;
-    env.flink.faults().fail_job_now(&dref("orders"), JobFailure::Permanent);
+    env.flink
+        .faults()
+        .fail_job_now(&dref("orders"), JobFailure::Permanent);
     let s = wait_status(&env.client, "orders", |s| lifecycle(s) == "FAILED").await;
     assert_eq!(job_state(&s), "FAILED");
-    assert!(s["error"].as_str().is_some_and(|e| e.contains("injected failure")), "{s}");
+    assert!(
+        s["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("injected failure")),
+        "{s}"
+    );
 
     let mut conf = CONF.to_vec();
     conf.push(("restart-strategy.fixed-delay.attempts", "2"));
@@ -122,8 +186,16 @@ async fn a_permanent_failure_and_a_crash_loop_end_in_failed() {
         env.flink.settle(WAIT).await.expect("settles");
     }
     let s = wait_status(&env.client, "looping", |s| lifecycle(s) == "FAILED").await;
-    assert!(s["error"].as_str().is_some_and(|e| e.contains("crash loop")), "{s}");
-    assert_eq!(env.flink.job(&dref("looping")).expect("job").view().attempt, 2);
+    assert!(
+        s["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("crash loop")),
+        "{s}"
+    );
+    assert_eq!(
+        env.flink.job(&dref("looping")).expect("job").view().attempt,
+        2
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,10 +205,16 @@ async fn a_slow_start_delays_readiness() {
     create(&env.client, &deployment("orders", 1, CONF)).await;
     wait_status(&env.client, "orders", |s| job_state(s) == "RECONCILING").await;
     env.flink.clock().advance(3000);
-    wait_status(&env.client, "orders", |s| s["jobManagerDeploymentStatus"] == "DEPLOYED_NOT_READY").await;
+    wait_status(&env.client, "orders", |s| {
+        s["jobManagerDeploymentStatus"] == "DEPLOYED_NOT_READY"
+    })
+    .await;
     env.flink.clock().advance(8000);
     env.flink.settle(WAIT).await.expect("settles");
-    assert!(env.flink.job(&dref("orders")).is_none(), "not ready 11 s after the deployment");
+    assert!(
+        env.flink.job(&dref("orders")).is_none(),
+        "not ready 11 s after the deployment"
+    );
     env.flink.clock().advance(1000);
     wait_status(&env.client, "orders", |s| lifecycle(s) == "STABLE").await;
 }
@@ -151,16 +229,33 @@ async fn failed_and_delayed_savepoints_and_a_retried_suspend() {
     env.flink.faults().delay_savepoints(&d, 4000);
     let request = job.trigger_savepoint(false).expect("triggered");
     env.flink.settle(WAIT).await.expect("settles");
-    assert_eq!(job.view().savepoints.get(&request), Some(&SavepointOp::InProgress));
-    env.flink.advance(4000, 1000, WAIT).await.expect("time passes");
-    assert!(matches!(job.await_savepoint(&request, WAIT).await, Ok(SavepointOp::Completed { .. })));
+    assert_eq!(
+        job.view().savepoints.get(&request),
+        Some(&SavepointOp::InProgress)
+    );
+    env.flink
+        .advance(4000, 1000, WAIT)
+        .await
+        .expect("time passes");
+    assert!(matches!(
+        job.await_savepoint(&request, WAIT).await,
+        Ok(SavepointOp::Completed { .. })
+    ));
     env.flink.faults().delay_savepoints(&d, 0);
 
     // The suspend's stop-with-savepoint fails once: the job keeps running, the status says why,
     // and the operator retries.
     env.flink.faults().fail_next_savepoints(&d, 1);
-    patch_spec(&env.client, "orders", json!({"job": {"state": "suspended"}})).await;
-    let s = wait_status(&env.client, "orders", |s| s["error"].as_str().is_some_and(|e| e.contains("savepoint"))).await;
+    patch_spec(
+        &env.client,
+        "orders",
+        json!({"job": {"state": "suspended"}}),
+    )
+    .await;
+    let s = wait_status(&env.client, "orders", |s| {
+        s["error"].as_str().is_some_and(|e| e.contains("savepoint"))
+    })
+    .await;
     assert_eq!((lifecycle(&s), job_state(&s)), ("STABLE", "RUNNING"));
     wait_status(&env.client, "orders", |s| lifecycle(s) == "SUSPENDED").await;
     assert!(status(&env.client, "orders").await["error"].is_null());
@@ -173,12 +268,25 @@ async fn a_stopped_split_delays_its_records_without_losing_them() {
     start(&env, &deployment("orders", 2, CONF)).await;
     let job = env.flink.job(&d).expect("job");
     env.flink.faults().stop_split(2);
-    env.flink.advance(20_000, 1000, WAIT).await.expect("time passes");
+    env.flink
+        .advance(20_000, 1000, WAIT)
+        .await
+        .expect("time passes");
     let stalled = job.view().positions[2];
-    env.flink.advance(20_000, 1000, WAIT).await.expect("time passes");
-    assert_eq!(job.view().positions[2], stalled, "split 2 delivers nothing while stopped");
+    env.flink
+        .advance(20_000, 1000, WAIT)
+        .await
+        .expect("time passes");
+    assert_eq!(
+        job.view().positions[2],
+        stalled,
+        "split 2 delivers nothing while stopped"
+    );
     env.flink.faults().resume_split(2);
-    env.flink.advance(20_000, 1000, WAIT).await.expect("time passes");
+    env.flink
+        .advance(20_000, 1000, WAIT)
+        .await
+        .expect("time passes");
     let report = env.flink.ledger().report(
         &Expectation::new(job.settings.source.clone(), job.view().job_watermark)
             .arrived_by(env.flink.clock().now_ms() - 5000)
@@ -190,8 +298,17 @@ async fn a_stopped_split_delays_its_records_without_losing_them() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_simulation_setting_is_reported_in_the_status() {
     let env = env(SinkMode::Transactional).await;
-    create(&env.client, &deployment("orders", 1, &[("bluegreen.gate.color", "green")])).await;
+    create(
+        &env.client,
+        &deployment("orders", 1, &[("bluegreen.gate.color", "green")]),
+    )
+    .await;
     let s = wait_status(&env.client, "orders", |s| s["error"].is_string()).await;
-    assert!(s["error"].as_str().is_some_and(|e| e.contains("bluegreen.gate.color")), "{s}");
+    assert!(
+        s["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("bluegreen.gate.color")),
+        "{s}"
+    );
     assert!(env.flink.job(&dref("orders")).is_none());
 }

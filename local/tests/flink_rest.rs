@@ -8,7 +8,7 @@ use std::time::Duration;
 use bluegreen_local::flink::{JobState, RestFault};
 use bluegreen_local::ledger::SinkMode;
 use bluegreen_protocol::{Color, CoordinationState, Stage};
-use flink_support::{WAIT, NS, deployment, dref, env, start, status, write_configmap};
+use flink_support::{NS, WAIT, deployment, dref, env, start, status, write_configmap};
 use serde_json::{Value, json};
 
 async fn get(client: &reqwest::Client, url: &str) -> Value {
@@ -23,8 +23,8 @@ async fn post(client: &reqwest::Client, url: &str, body: Value) -> Value {
     r.json().await.expect("JSON")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_rest_endpoint_speaks_flinks_json() {
+/// A gated blue job that ran 12 s; returns the env, its REST base URL and job id.
+async fn running_blue() -> (flink_support::Env, String, String) {
     let env = env(SinkMode::Transactional).await;
     let conf = [
         ("bluegreen.gate.color", "BLUE"),
@@ -36,14 +36,27 @@ async fn the_rest_endpoint_speaks_flinks_json() {
     start(&env, &deployment("orders-blue", 2, &conf)).await;
     running.stage = Stage::Running;
     write_configmap(&env.client, "orders-bluegreen", &running).await;
-    env.flink.advance(12_000, 1000, WAIT).await.expect("time passes");
+    env.flink
+        .advance(12_000, 1000, WAIT)
+        .await
+        .expect("time passes");
 
     let template = env.flink.rest_url_template();
     assert!(template.starts_with("http://127.0.0.1:") && template.ends_with("/{namespace}/{name}"));
-    let base = template.replace("{namespace}", NS).replace("{name}", "orders-blue");
+    let base = template
+        .replace("{namespace}", NS)
+        .replace("{name}", "orders-blue");
     assert_eq!(base, env.flink.rest_url(&dref("orders-blue")));
     let http = reqwest::Client::new();
+    let jobs = get(&http, &format!("{base}/jobs/overview")).await;
+    let jid = jobs["jobs"][0]["jid"].as_str().expect("jid").to_owned();
+    (env, base, jid)
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rest_endpoint_serves_overview_job_checkpoints_and_watermarks() {
+    let (env, base, _) = running_blue().await;
+    let http = reqwest::Client::new();
     let overview = get(&http, &format!("{base}/overview")).await;
     assert_eq!(overview["jobs-running"], 1);
     assert!(overview["flink-version"].is_string());
@@ -51,32 +64,85 @@ async fn the_rest_endpoint_speaks_flinks_json() {
     let jobs = get(&http, &format!("{base}/jobs/overview")).await;
     let jid = jobs["jobs"][0]["jid"].as_str().expect("jid").to_owned();
     assert_eq!(jobs["jobs"][0]["state"], "RUNNING");
-    assert_eq!(status(&env.client, "orders-blue").await["jobStatus"]["jobId"], jid.as_str());
+    assert_eq!(
+        status(&env.client, "orders-blue").await["jobStatus"]["jobId"],
+        jid.as_str()
+    );
 
     let job = get(&http, &format!("{base}/jobs/{jid}")).await;
     assert_eq!(job["jid"], jid.as_str());
     assert_eq!(job["state"], "RUNNING");
     let vertices = job["vertices"].as_array().expect("vertices");
     assert_eq!(vertices.len(), 2);
-    assert!(vertices.iter().all(|v| v["parallelism"] == 2 && v["id"].as_str().is_some_and(|id| id.len() == 32)));
+    assert!(
+        vertices
+            .iter()
+            .all(|v| v["parallelism"] == 2 && v["id"].as_str().is_some_and(|id| id.len() == 32))
+    );
     let gate_vertex = vertices[1]["id"].as_str().expect("id").to_owned();
-    assert!(vertices[1]["name"].as_str().is_some_and(|n| n.contains("bluegreen-gate (BLUE)")));
+    assert!(
+        vertices[1]["name"]
+            .as_str()
+            .is_some_and(|n| n.contains("bluegreen-gate (BLUE)"))
+    );
 
     let checkpoints = get(&http, &format!("{base}/jobs/{jid}/checkpoints")).await;
-    assert!(checkpoints["counts"]["completed"].as_u64().is_some_and(|c| c >= 2), "{checkpoints}");
-    assert!(checkpoints["latest"]["completed"]["external_path"].as_str().is_some_and(|p| p.contains("/chk-")));
+    assert!(
+        checkpoints["counts"]["completed"]
+            .as_u64()
+            .is_some_and(|c| c >= 2),
+        "{checkpoints}"
+    );
+    assert!(
+        checkpoints["latest"]["completed"]["external_path"]
+            .as_str()
+            .is_some_and(|p| p.contains("/chk-"))
+    );
 
-    let watermarks = get(&http, &format!("{base}/jobs/{jid}/vertices/{gate_vertex}/watermarks")).await;
+    let watermarks = get(
+        &http,
+        &format!("{base}/jobs/{jid}/vertices/{gate_vertex}/watermarks"),
+    )
+    .await;
     assert_eq!(watermarks[0]["id"], "0.currentInputWatermark");
-    let wm: i64 = watermarks[1]["value"].as_str().expect("string value").parse().expect("number");
-    assert_eq!(wm, env.flink.job(&dref("orders-blue")).expect("job").view().job_watermark);
+    let wm: i64 = watermarks[1]["value"]
+        .as_str()
+        .expect("string value")
+        .parse()
+        .expect("number");
+    assert_eq!(
+        wm,
+        env.flink
+            .job(&dref("orders-blue"))
+            .expect("job")
+            .view()
+            .job_watermark
+    );
 
-    let ids = get(&http, &format!("{base}/jobs/{jid}/vertices/{gate_vertex}/subtasks/metrics")).await;
-    let ids: Vec<&str> = ids.as_array().expect("list").iter().filter_map(|m| m["id"].as_str()).collect();
+    let ids = get(
+        &http,
+        &format!("{base}/jobs/{jid}/vertices/{gate_vertex}/subtasks/metrics"),
+    )
+    .await;
+    let ids: Vec<&str> = ids
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
     for metric in [
-        "Passed", "Dropped", "Held", "MaxPassedEventTime", "Epoch", "WatermarkStage", "Toggle",
+        "Passed",
+        "Dropped",
+        "Held",
+        "MaxPassedEventTime",
+        "Epoch",
+        "WatermarkStage",
+        "Toggle",
     ] {
-        assert!(ids.contains(&format!("bluegreen-gate (BLUE).bluegreenGate{metric}").as_str()), "{ids:?}");
+        assert!(
+            ids.contains(&format!("bluegreen-gate (BLUE).bluegreenGate{metric}").as_str()),
+            "{ids:?}"
+        );
     }
     let op = "bluegreen-gate (BLUE)";
     let url = format!(
@@ -84,13 +150,28 @@ async fn the_rest_endpoint_speaks_flinks_json() {
     );
     let agg = get(&http, &url).await;
     assert_eq!(agg[0]["id"], format!("{op}.bluegreenGateEpoch"));
-    assert_eq!((agg[0]["min"].as_f64(), agg[0]["max"].as_f64()), (Some(0.0), Some(0.0)));
-    assert!(agg[0].get("avg").is_none(), "only the requested aggregates: {agg}");
+    assert_eq!(
+        (agg[0]["min"].as_f64(), agg[0]["max"].as_f64()),
+        (Some(0.0), Some(0.0))
+    );
+    assert!(
+        agg[0].get("avg").is_none(),
+        "only the requested aggregates: {agg}"
+    );
     assert!(agg[1]["sum"].as_f64().is_some_and(|s| s > 100.0));
     assert!(agg[2]["max"].as_f64().is_some_and(|m| m > 1.7e12));
+}
 
-    // Savepoint, then stop-with-savepoint, as asynchronous operations.
-    let trigger = post(&http, &format!("{base}/jobs/{jid}/savepoints"), json!({"cancel-job": false})).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn savepoint_and_stop_are_asynchronous_operations() {
+    let (env, base, jid) = running_blue().await;
+    let http = reqwest::Client::new();
+    let trigger = post(
+        &http,
+        &format!("{base}/jobs/{jid}/savepoints"),
+        json!({"cancel-job": false}),
+    )
+    .await;
     let request = trigger["request-id"].as_str().expect("request-id");
     let op = loop {
         let s = get(&http, &format!("{base}/jobs/{jid}/savepoints/{request}")).await;
@@ -102,13 +183,25 @@ async fn the_rest_endpoint_speaks_flinks_json() {
     };
     let location = op["operation"]["location"].as_str().expect("location");
     assert!(env.flink.snapshot(location).is_ok());
-    let stop = post(&http, &format!("{base}/jobs/{jid}/stop"), json!({"drain": false})).await;
+    let stop = post(
+        &http,
+        &format!("{base}/jobs/{jid}/stop"),
+        json!({"drain": false}),
+    )
+    .await;
     let request = stop["request-id"].as_str().expect("request-id");
     let job = env.flink.job(&dref("orders-blue")).expect("job");
-    assert_eq!(job.await_terminal(WAIT).await.expect("stops"), JobState::Finished);
+    assert_eq!(
+        job.await_terminal(WAIT).await.expect("stops"),
+        JobState::Finished
+    );
     let s = get(&http, &format!("{base}/jobs/{jid}/savepoints/{request}")).await;
     assert!(s["operation"]["location"].is_string(), "{s}");
-    let missing = http.get(format!("{base}/jobs/{jid}/savepoints/nope")).send().await.expect("request");
+    let missing = http
+        .get(format!("{base}/jobs/{jid}/savepoints/nope"))
+        .send()
+        .await
+        .expect("request");
     assert_eq!(missing.status().as_u16(), 404);
     let body: Value = missing.json().await.expect("JSON");
     assert!(body["errors"].is_array());
@@ -120,10 +213,17 @@ async fn injected_rest_faults_return_500s_or_hang() {
     start(&env, &deployment("orders", 1, &[])).await;
     let d = dref("orders");
     let base = env.flink.rest_url(&d);
-    let http = reqwest::Client::builder().timeout(Duration::from_millis(300)).build().expect("client");
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .expect("client");
 
     env.flink.faults().rest(&d, RestFault::ServerError);
-    let r = http.get(format!("{base}/jobs/overview")).send().await.expect("answers");
+    let r = http
+        .get(format!("{base}/jobs/overview"))
+        .send()
+        .await
+        .expect("answers");
     assert_eq!(r.status().as_u16(), 500);
 
     env.flink.faults().rest(&d, RestFault::Hang);
@@ -132,6 +232,13 @@ async fn injected_rest_faults_return_500s_or_hang() {
 
     env.flink.faults().rest(&d, RestFault::Healthy);
     get(&http, &format!("{base}/jobs/overview")).await;
-    let unknown = http.get(format!("{}/jobs/overview", env.flink.rest_url(&dref("nope")))).send().await.expect("answers");
+    let unknown = http
+        .get(format!(
+            "{}/jobs/overview",
+            env.flink.rest_url(&dref("nope"))
+        ))
+        .send()
+        .await
+        .expect("answers");
     assert_eq!(unknown.status().as_u16(), 503);
 }

@@ -3,12 +3,15 @@
 
 mod flink_support;
 
-use std::time::Duration;
+use std::sync::Arc;
 
-use bluegreen_local::flink::{DeploymentRef, JobState, SimJob};
+use bluegreen_local::flink::{DeploymentRef, JobState, SavepointOp, SimJob};
 use bluegreen_local::ledger::{Expectation, LedgerReport, SinkMode};
 use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle, WatermarkStage, configmap_name};
-use flink_support::{Env, WAIT, dref, delete, deployment, env, lifecycle, patch_spec, start, wait_status, write_configmap};
+use flink_support::{
+    Env, WAIT, delete, deployment, dref, env, lifecycle, patch_spec, start, wait_status,
+    write_configmap,
+};
 use serde_json::json;
 
 const CM: &str = "orders-bluegreen";
@@ -43,13 +46,21 @@ fn state(active: Color, stage: Stage, toggle: Toggle, epoch: u64) -> Coordinatio
 }
 
 /// Waits until every gate of `job` reports `epoch`, `stage` and `w`.
-async fn wait_gates(env: &Env, d: &DeploymentRef, epoch: u64, stage: WatermarkStage, w: Option<i64>) -> std::sync::Arc<SimJob> {
+async fn wait_gates(
+    env: &Env,
+    d: &DeploymentRef,
+    epoch: u64,
+    stage: WatermarkStage,
+    w: Option<i64>,
+) -> Arc<SimJob> {
     env.flink
         .wait_for_job(d, WAIT, |v| {
             !v.gates.is_empty()
                 && v.gates.iter().all(|g| {
                     let s = g.snapshot();
-                    s.epoch() == Some(epoch) && s.watermark_stage() == Some(stage) && s.watermark_ms() == w
+                    s.epoch() == Some(epoch)
+                        && s.watermark_stage() == Some(stage)
+                        && s.watermark_ms() == w
                 })
         })
         .await
@@ -59,8 +70,88 @@ async fn wait_gates(env: &Env, d: &DeploymentRef, epoch: u64, stage: WatermarkSt
 struct Handover {
     report: LedgerReport,
     w: i64,
-    green: std::sync::Arc<SimJob>,
-    blue: std::sync::Arc<SimJob>,
+    green: Arc<SimJob>,
+    blue: Arc<SimJob>,
+}
+
+/// Epoch 0: blue alone for five minutes.
+async fn run_blue(env: &Env) -> Arc<SimJob> {
+    let cm = |s: Stage| state(Color::Blue, s, Toggle::NotSet, 0);
+    write_configmap(&env.client, CM, &CoordinationState::initial(Color::Blue, 0)).await;
+    start(env, &deployment("orders-blue", 1, &conf(Color::Blue))).await;
+    write_configmap(&env.client, CM, &cm(Stage::Running)).await;
+    wait_gates(env, &dref("orders-blue"), 0, WatermarkStage::NotSet, None).await;
+    env.flink
+        .advance(300_000, 1000, WAIT)
+        .await
+        .expect("blue runs");
+    env.flink.job(&dref("orders-blue")).expect("blue job")
+}
+
+/// Savepoints blue, starts epoch 1 (TRANSITIONING to GREEN, W not set) and creates green from
+/// the savepoint at parallelism 4: blue passes everything, green holds everything.
+async fn start_green(env: &Env, blue: &SimJob) -> Arc<SimJob> {
+    let request = blue.trigger_savepoint(false).expect("savepoint triggered");
+    let savepoint = match blue
+        .await_savepoint(&request, WAIT)
+        .await
+        .expect("savepoint ends")
+    {
+        SavepointOp::Completed { location } => location,
+        other => panic!("savepoint failed: {other:?}"),
+    };
+    let transitioning = state(Color::Green, Stage::Transitioning, Toggle::NotSet, 1);
+    write_configmap(&env.client, CM, &transitioning).await;
+    wait_gates(env, &dref("orders-blue"), 1, WatermarkStage::NotSet, None).await;
+    let mut green_spec = deployment("orders-green", 4, &conf(Color::Green));
+    green_spec["spec"]["job"]["initialSavepointPath"] = json!(savepoint);
+    start(env, &green_spec).await;
+    env.flink.settle(WAIT).await.expect("settled");
+    let green = env.flink.job(&dref("orders-green")).expect("green job");
+    assert!(
+        green.view().held_since.is_some(),
+        "green holds everything before W is set"
+    );
+    green
+}
+
+/// Proposes W above blue's progress, confirms it with blue's gate metrics, lets blue run up to
+/// it (blue holds the first record above W) and sets it.
+async fn set_w(env: &Env, blue: &SimJob) -> i64 {
+    let (blue_d, green_d) = (dref("orders-blue"), dref("orders-green"));
+    let w = blue.view().job_watermark + 5_000;
+    let proposed = state(Color::Green, Stage::Transitioning, Toggle::Proposed(w), 1);
+    write_configmap(&env.client, CM, &proposed).await;
+    let confirmed = wait_gates(
+        env,
+        &blue_d,
+        1,
+        WatermarkStage::WaitingForWatermark,
+        Some(w),
+    )
+    .await;
+    let gates = confirmed.view().gates;
+    let max_passed = gates
+        .iter()
+        .filter_map(|g| g.snapshot().max_passed_event_time_ms)
+        .max();
+    assert!(
+        max_passed.is_some_and(|m| m <= w),
+        "no blue gate passed above W: {max_passed:?}"
+    );
+    while blue.view().held_since.is_none() {
+        env.flink
+            .advance(500, 500, WAIT)
+            .await
+            .expect("time passes");
+    }
+    assert!(blue.view().job_watermark <= w);
+    let set = state(Color::Green, Stage::Transitioning, Toggle::Set(w), 1);
+    write_configmap(&env.client, CM, &set).await;
+    wait_gates(env, &blue_d, 1, WatermarkStage::Set, Some(w)).await;
+    wait_gates(env, &green_d, 1, WatermarkStage::Set, Some(w)).await;
+    env.flink.settle(WAIT).await.expect("settled");
+    w
 }
 
 /// Runs blue, hands over to green at W, and judges the run. `keep_outgoing_reading` is how
@@ -69,74 +160,69 @@ struct Handover {
 async fn hand_over(keep_outgoing_reading: i64, gap_before_running: i64) -> Handover {
     let env = env(SinkMode::Transactional).await;
     assert_eq!(configmap_name("orders"), CM);
-    let (blue_d, green_d) = (dref("orders-blue"), dref("orders-green"));
+    let blue = run_blue(&env).await;
+    let green = start_green(&env, &blue).await;
+    let w = set_w(&env, &blue).await;
 
-    // Epoch 0: blue alone.
-    write_configmap(&env.client, CM, &CoordinationState::initial(Color::Blue, 0)).await;
-    start(&env, &deployment("orders-blue", 1, &conf(Color::Blue))).await;
-    write_configmap(&env.client, CM, &state(Color::Blue, Stage::Running, Toggle::NotSet, 0)).await;
-    wait_gates(&env, &blue_d, 0, WatermarkStage::NotSet, None).await;
-    env.flink.advance(300_000, 1000, WAIT).await.expect("blue runs");
-
-    // Savepoint blue, then epoch 1 TRANSITIONING to GREEN: blue passes all, green holds all.
-    let blue = env.flink.job(&blue_d).expect("blue job");
-    let request = blue.trigger_savepoint(false).expect("savepoint triggered");
-    let savepoint = match blue.await_savepoint(&request, WAIT).await.expect("savepoint ends") {
-        bluegreen_local::flink::SavepointOp::Completed { location } => location,
-        other => panic!("savepoint failed: {other:?}"),
-    };
-    write_configmap(&env.client, CM, &state(Color::Green, Stage::Transitioning, Toggle::NotSet, 1)).await;
-    wait_gates(&env, &blue_d, 1, WatermarkStage::NotSet, None).await;
-    let mut green_spec = deployment("orders-green", 4, &conf(Color::Green));
-    green_spec["spec"]["job"]["initialSavepointPath"] = json!(savepoint);
-    start(&env, &green_spec).await;
-    env.flink.settle(WAIT).await.expect("settled");
-    let green = env.flink.job(&green_d).expect("green job");
-    assert!(green.view().held_since.is_some(), "green holds everything before W is set");
-
-    // Propose W above blue's progress; confirm with blue's gate metrics; set it.
-    let w = blue.view().job_watermark + 5_000;
-    write_configmap(&env.client, CM, &state(Color::Green, Stage::Transitioning, Toggle::Proposed(w), 1)).await;
-    let blue_now = wait_gates(&env, &blue_d, 1, WatermarkStage::WaitingForWatermark, Some(w)).await;
-    let max_passed = blue_now.view().gates.iter().filter_map(|g| g.snapshot().max_passed_event_time_ms).max();
-    assert!(max_passed.is_some_and(|m| m <= w), "no blue gate passed above W: {max_passed:?} vs {w}");
-    // Blue runs up to W and stops at the first record above it.
-    while blue.view().held_since.is_none() {
-        env.flink.advance(500, 500, WAIT).await.expect("time passes");
-    }
-    assert!(blue.view().job_watermark <= w);
-    write_configmap(&env.client, CM, &state(Color::Green, Stage::Transitioning, Toggle::Set(w), 1)).await;
-    wait_gates(&env, &blue_d, 1, WatermarkStage::Set, Some(w)).await;
-    wait_gates(&env, &green_d, 1, WatermarkStage::Set, Some(w)).await;
-    env.flink.settle(WAIT).await.expect("settled");
-
-    // Both jobs past W; then blue keeps reading for a while before it is stopped.
+    // Both jobs past W; blue keeps reading for a while, then stops with a savepoint (which
+    // commits its transactions) and is deleted.
     while blue.view().job_watermark <= w || green.view().job_watermark <= w {
-        env.flink.advance(1000, 1000, WAIT).await.expect("time passes");
+        env.flink
+            .advance(1000, 1000, WAIT)
+            .await
+            .expect("time passes");
     }
-    env.flink.advance(keep_outgoing_reading, 500, WAIT).await.expect("time passes");
-    write_configmap(&env.client, CM, &state(Color::Green, Stage::ClearToTeardown, Toggle::Set(w), 1)).await;
-    // Stop blue with a savepoint (commits its transactions), then delete it.
-    patch_spec(&env.client, "orders-blue", json!({"job": {"state": "suspended"}})).await;
+    env.flink
+        .advance(keep_outgoing_reading, 500, WAIT)
+        .await
+        .expect("time passes");
+    let teardown = state(Color::Green, Stage::ClearToTeardown, Toggle::Set(w), 1);
+    write_configmap(&env.client, CM, &teardown).await;
+    patch_spec(
+        &env.client,
+        "orders-blue",
+        json!({"job": {"state": "suspended"}}),
+    )
+    .await;
     wait_status(&env.client, "orders-blue", |s| lifecycle(s) == "SUSPENDED").await;
     assert_eq!(blue.view().state, JobState::Finished);
     delete(&env.client, "orders-blue").await;
-    env.flink.advance(gap_before_running, 500, WAIT).await.expect("time passes");
-    write_configmap(&env.client, CM, &state(Color::Green, Stage::Running, Toggle::NotSet, 1)).await;
-    wait_gates(&env, &green_d, 1, WatermarkStage::NotSet, None).await;
+    env.flink
+        .advance(gap_before_running, 500, WAIT)
+        .await
+        .expect("time passes");
+    let running = state(Color::Green, Stage::Running, Toggle::NotSet, 1);
+    write_configmap(&env.client, CM, &running).await;
+    wait_gates(&env, &dref("orders-green"), 1, WatermarkStage::NotSet, None).await;
 
-    // Green alone for a while, then stopped with a savepoint.
-    env.flink.advance(120_000, 1000, WAIT).await.expect("green runs");
-    patch_spec(&env.client, "orders-green", json!({"job": {"state": "suspended"}})).await;
+    // Green alone for two minutes, then stopped with a savepoint.
+    env.flink
+        .advance(120_000, 1000, WAIT)
+        .await
+        .expect("green runs");
+    patch_spec(
+        &env.client,
+        "orders-green",
+        json!({"job": {"state": "suspended"}}),
+    )
+    .await;
     wait_status(&env.client, "orders-green", |s| lifecycle(s) == "SUSPENDED").await;
-    tokio::time::timeout(Duration::from_secs(5), green.await_terminal(WAIT)).await.ok();
+    assert_eq!(
+        green.await_terminal(WAIT).await.expect("stops"),
+        JobState::Finished
+    );
 
     let expectation = Expectation::new(green.settings.source.clone(), green.view().job_watermark)
         .arrived_by(env.flink.clock().now_ms())
         .owned_by(Color::Blue)
         .handover(w, Color::Green);
     let report = env.flink.ledger().report(&expectation);
-    Handover { report, w, green, blue }
+    Handover {
+        report,
+        w,
+        green,
+        blue,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,15 +232,31 @@ async fn blue_hands_over_to_green_at_w_exactly_once_across_an_idle_split_with_la
     let r = &h.report;
     assert!(r.is_exactly_once_by_owner(), "{r}");
     assert_eq!(r.pending, 0, "{r}");
-    assert!(r.color(Some(Color::Blue)).emissions > 0 && r.color(Some(Color::Green)).emissions > 0, "{r}");
+    assert!(
+        r.color(Some(Color::Blue)).emissions > 0 && r.color(Some(Color::Green)).emissions > 0,
+        "{r}"
+    );
     // Green restored blue's state at parallelism 4 (no count mismatch above) and dropped what
     // blue owned; blue dropped what green owns.
-    let green_dropped: u64 = h.green.view().gates.iter().map(|g| g.snapshot().dropped).sum();
+    let green_dropped: u64 = h
+        .green
+        .view()
+        .gates
+        .iter()
+        .map(|g| g.snapshot().dropped)
+        .sum();
     assert!(green_dropped > 0);
-    assert_eq!((h.blue.settings.parallelism, h.green.settings.parallelism), (1, 4));
+    assert_eq!(
+        (h.blue.settings.parallelism, h.green.settings.parallelism),
+        (1, 4)
+    );
     // Split 1 was idle across W (380 s to 500 s after the source start).
     let start = h.green.settings.source.start_ms;
-    assert!((start + 390_000..start + 490_000).contains(&h.w), "W = start + {}", h.w - start);
+    assert!(
+        (start + 390_000..start + 490_000).contains(&h.w),
+        "W = start + {}",
+        h.w - start
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -166,8 +268,15 @@ async fn late_records_at_or_below_w_arriving_after_blue_stopped_are_lost_while_g
     let r = &h.report;
     assert_eq!(r.total.duplicates, 0, "{r}");
     assert_eq!(r.total.wrong_color, 0, "{r}");
-    assert!(r.total.losses > 0, "the oracle must see the lost late records: {r}");
-    assert_eq!(r.color(Some(Color::Blue)).losses, r.total.losses, "only blue-owned (t <= W) records are lost: {r}");
+    assert!(
+        r.total.losses > 0,
+        "the oracle must see the lost late records: {r}"
+    );
+    assert_eq!(
+        r.color(Some(Color::Blue)).losses,
+        r.total.losses,
+        "only blue-owned (t <= W) records are lost: {r}"
+    );
     assert!(!r.is_exactly_once());
 }
 

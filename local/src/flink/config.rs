@@ -216,6 +216,77 @@ fn version(spec: &Value, conf: &Conf<'_>) -> String {
         .to_owned()
 }
 
+fn source_spec(conf: &Conf<'_>) -> Result<SourceSpec, SimError> {
+    let rps: i64 = conf.num(keys::RECORDS_PER_SECOND, 10)?;
+    if !(1..=1000).contains(&rps) {
+        return Err(SimError::Config {
+            key: keys::RECORDS_PER_SECOND,
+            value: rps.to_string(),
+            expected: "an integer in 1..=1000",
+        });
+    }
+    let late_fraction: f64 = conf.num(keys::LATE_FRACTION, 0.0)?;
+    if !(0.0..=1.0).contains(&late_fraction) {
+        return Err(SimError::Config {
+            key: keys::LATE_FRACTION,
+            value: late_fraction.to_string(),
+            expected: "a fraction in 0.0..=1.0",
+        });
+    }
+    // In range 0..=1e6 after the check above.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let late_per_million = (late_fraction * 1_000_000.0).round() as u32;
+    let splits: u32 = conf.num(keys::SPLITS, 4)?;
+    if splits == 0 {
+        return Err(SimError::Config {
+            key: keys::SPLITS,
+            value: "0".into(),
+            expected: "at least 1",
+        });
+    }
+    Ok(SourceSpec {
+        seed: conf.num(keys::SEED, 42)?,
+        splits,
+        interval_ms: 1000 / rps,
+        start_ms: conf.num(keys::START_MS, DEFAULT_START_MS)?,
+        out_of_orderness_ms: conf.num(keys::OUT_OF_ORDERNESS, 500)?,
+        late_per_million,
+        late_max_ms: conf.num(keys::LATE_MAX, 2000)?,
+        keys: conf.num(keys::KEYS, 16)?,
+        idle: conf
+            .get(keys::IDLE)
+            .map(parse_idle)
+            .transpose()?
+            .unwrap_or_default(),
+    })
+}
+
+fn gate_target(conf: &Conf<'_>, namespace: &str) -> Result<Option<GateTarget>, SimError> {
+    Ok(match conf.get(keys::GATE_COLOR) {
+        None => None,
+        Some(raw) => {
+            let color = raw.parse::<Color>().map_err(|()| SimError::Config {
+                key: keys::GATE_COLOR,
+                value: raw.to_owned(),
+                expected: Color::EXPECTED,
+            })?;
+            let configmap = conf.get(keys::GATE_CONFIGMAP).ok_or(SimError::Config {
+                key: keys::GATE_CONFIGMAP,
+                value: String::new(),
+                expected: "the coordination ConfigMap's name (required with bluegreen.gate.color)",
+            })?;
+            Some(GateTarget {
+                color,
+                namespace: conf
+                    .get(keys::GATE_NAMESPACE)
+                    .unwrap_or(namespace)
+                    .to_owned(),
+                configmap: configmap.to_owned(),
+            })
+        }
+    })
+}
+
 impl JobSettings {
     /// Reads the settings of the deployment `name` in `namespace` from its `spec`.
     pub fn from_spec(namespace: &str, name: &str, spec: &Value) -> Result<Self, SimError> {
@@ -233,64 +304,8 @@ impl JobSettings {
                 value: parallelism.to_string(),
                 expected: "an integer in 1..=1024",
             })?;
-        let rps: i64 = conf.num(keys::RECORDS_PER_SECOND, 10)?;
-        if !(1..=1000).contains(&rps) {
-            return Err(SimError::Config {
-                key: keys::RECORDS_PER_SECOND,
-                value: rps.to_string(),
-                expected: "an integer in 1..=1000",
-            });
-        }
-        let late_fraction: f64 = conf.num(keys::LATE_FRACTION, 0.0)?;
-        if !(0.0..=1.0).contains(&late_fraction) {
-            return Err(SimError::Config {
-                key: keys::LATE_FRACTION,
-                value: late_fraction.to_string(),
-                expected: "a fraction in 0.0..=1.0",
-            });
-        }
-        // In range 0..=1e6 after the check above.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let late_per_million = (late_fraction * 1_000_000.0).round() as u32;
-        let splits: u32 = conf.num(keys::SPLITS, 4)?;
-        if splits == 0 {
-            return Err(SimError::Config {
-                key: keys::SPLITS,
-                value: "0".into(),
-                expected: "at least 1",
-            });
-        }
-        let source = SourceSpec {
-            seed: conf.num(keys::SEED, 42)?,
-            splits,
-            interval_ms: 1000 / rps,
-            start_ms: conf.num(keys::START_MS, DEFAULT_START_MS)?,
-            out_of_orderness_ms: conf.num(keys::OUT_OF_ORDERNESS, 500)?,
-            late_per_million,
-            late_max_ms: conf.num(keys::LATE_MAX, 2000)?,
-            keys: conf.num(keys::KEYS, 16)?,
-            idle: conf.get(keys::IDLE).map(parse_idle).transpose()?.unwrap_or_default(),
-        };
-        let gate = match conf.get(keys::GATE_COLOR) {
-            None => None,
-            Some(raw) => {
-                let color = raw.parse::<Color>().map_err(|()| SimError::Config {
-                    key: keys::GATE_COLOR,
-                    value: raw.to_owned(),
-                    expected: Color::EXPECTED,
-                })?;
-                let configmap = conf.get(keys::GATE_CONFIGMAP).ok_or(SimError::Config {
-                    key: keys::GATE_CONFIGMAP,
-                    value: String::new(),
-                    expected: "the coordination ConfigMap's name (required with bluegreen.gate.color)",
-                })?;
-                Some(GateTarget {
-                    color,
-                    namespace: conf.get(keys::GATE_NAMESPACE).unwrap_or(namespace).to_owned(),
-                    configmap: configmap.to_owned(),
-                })
-            }
-        };
+        let source = source_spec(&conf)?;
+        let gate = gate_target(&conf, namespace)?;
         let restart = match conf.get(keys::RESTART_STRATEGY) {
             Some("none" | "off" | "disable") => RestartStrategy {
                 attempts: 0,

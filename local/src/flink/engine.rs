@@ -102,8 +102,9 @@ impl Engine {
             if s.source != settings.source {
                 return Err(SimError::IncompatibleSnapshot {
                     path: s.path.clone(),
-                    reason: "it was taken from a different topic (bluegreen.sim.* source keys differ)"
-                        .into(),
+                    reason:
+                        "it was taken from a different topic (bluegreen.sim.* source keys differ)"
+                            .into(),
                 });
             }
             positions.clone_from(&s.positions);
@@ -179,10 +180,10 @@ impl Engine {
         stopped: &[Option<i64>],
         ledger: &Ledger,
     ) -> Option<Held> {
-        if let Some(held) = self.held {
-            if !self.try_release(held, ledger) {
-                return Some(held);
-            }
+        if let Some(held) = self.held
+            && !self.try_release(held, ledger)
+        {
+            return Some(held);
         }
         while let Some(record) = self.next_record(until_ms, stopped) {
             self.update_watermarks(record.arrival);
@@ -356,7 +357,7 @@ mod tests {
     use crate::ledger::{Expectation, SinkMode};
     use serde_json::json;
 
-    fn settings(extra: serde_json::Value) -> Arc<JobSettings> {
+    fn settings(extra: &serde_json::Value) -> Arc<JobSettings> {
         let mut conf = json!({
             "bluegreen.sim.splits": "3",
             "bluegreen.sim.records-per-second": "10",
@@ -372,7 +373,7 @@ mod tests {
 
     #[test]
     fn an_ungated_engine_emits_every_record_once_with_correct_counts() {
-        let s = settings(json!({"bluegreen.sim.late-fraction": "0.05"}));
+        let s = settings(&json!({"bluegreen.sim.late-fraction": "0.05"}));
         let ledger = Ledger::new(SinkMode::AtLeastOnce);
         let start = s.source.start_ms;
         let mut e = Engine::new(Arc::clone(&s), "j".into(), 0, start, None, None).expect("engine");
@@ -380,7 +381,10 @@ mod tests {
             assert!(e.run_until(start + step * 1000, &[], &ledger).is_none());
         }
         let horizon = e.job_watermark();
-        assert!(horizon > start + 55_000, "watermark follows the data: {horizon}");
+        assert!(
+            horizon > start + 55_000,
+            "watermark follows the data: {horizon}"
+        );
         let report = ledger.report(&Expectation::new(s.source.clone(), horizon));
         assert!(report.is_exactly_once(), "{report}");
         assert!(report.expected > 1500);
@@ -388,15 +392,22 @@ mod tests {
 
     #[test]
     fn restoring_a_snapshot_resumes_exactly_there() {
-        let s = settings(json!({}));
+        let s = settings(&json!({}));
         let ledger = Ledger::new(SinkMode::AtLeastOnce);
         let start = s.source.start_ms;
         let mut a = Engine::new(Arc::clone(&s), "a".into(), 0, start, None, None).expect("engine");
         a.run_until(start + 10_000, &[], &ledger);
         let snap = a.snapshot(SnapshotKind::Savepoint, 1, "p".into(), start + 10_000);
         drop(a);
-        let mut b = Engine::new(Arc::clone(&s), "b".into(), 0, start + 10_000, Some(&snap), None)
-            .expect("restore");
+        let mut b = Engine::new(
+            Arc::clone(&s),
+            "b".into(),
+            0,
+            start + 10_000,
+            Some(&snap),
+            None,
+        )
+        .expect("restore");
         b.run_until(start + 20_000, &[], &ledger);
         let report = ledger.report(&Expectation::new(s.source.clone(), b.job_watermark()));
         assert!(report.is_exactly_once(), "{report}");
@@ -404,7 +415,7 @@ mod tests {
 
     #[test]
     fn an_idle_split_stops_holding_the_watermark_back_and_late_records_stay_late() {
-        let mut s = (*settings(json!({}))).clone();
+        let mut s = (*settings(&json!({}))).clone();
         s.source.idle = vec![IdleWindow {
             split: 1,
             period_ms: 60_000,

@@ -14,7 +14,9 @@ pub enum SimError {
         expected: &'static str,
     },
     /// `initialSavepointPath` (or an upgrade path) names no stored snapshot.
-    #[error("no savepoint or checkpoint at {path}: the local runner stores snapshots in memory (and optionally on disk); take one first")]
+    #[error(
+        "no savepoint or checkpoint at {path}: the local runner stores snapshots in memory (and optionally on disk); take one first"
+    )]
     SnapshotNotFound {
         /// The path asked for.
         path: String,

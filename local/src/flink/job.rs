@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::clock::SimClock;
 use super::config::JobSettings;
-use super::engine::{Engine, NO_WATERMARK, SubtaskCounters};
+use super::engine::{Engine, Held, NO_WATERMARK, SubtaskCounters};
 use super::error::SimError;
 use super::faults::{DeploymentRef, Faults, JobFailure};
 use super::snapshot::{Snapshot, SnapshotKind, SnapshotStore};
@@ -385,7 +385,9 @@ pub(crate) fn start_job(
         (target.color, shared, watch)
     });
     if let Some((_, shared, _)) = &gate {
-        *job.gate_state.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(shared));
+        *job.gate_state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(shared));
     }
     let driver = Driver {
         job: Arc::clone(&job),
@@ -576,26 +578,8 @@ impl Driver {
         let mut savepoints: Vec<PendingSavepoint> = Vec::new();
         loop {
             let now = self.rt.clock.now_ms();
-            while let Ok(cmd) = self.commands.try_recv() {
-                self.queue.push_back(cmd);
-            }
-            while let Some(cmd) = self.queue.pop_front() {
-                match cmd {
-                    Command::Cancel => {
-                        self.rt.ledger.abort(self.job_id(), attempt);
-                        self.end(JobState::Canceled);
-                        return AttemptEnd::Terminal;
-                    }
-                    Command::Savepoint { request_id, stop, at } => {
-                        let f = self.rt.faults.take_savepoint_fault(&self.job.deployment);
-                        savepoints.push(PendingSavepoint {
-                            request_id,
-                            stop,
-                            fail: f.fail,
-                            ready_at: at.saturating_add(f.delay_ms),
-                        });
-                    }
-                }
+            if self.take_commands(attempt, &mut savepoints) {
+                return AttemptEnd::Terminal;
             }
             if let Some(how) = self.rt.faults.take_due_failure(&self.job.deployment, now) {
                 return AttemptEnd::Failed(
@@ -615,41 +599,10 @@ impl Driver {
             let gate_seen = self.gate.as_ref().map(|g| g.1.generation());
             engine.refresh_gates();
             let held = engine.run_until(now, &stopped, &self.rt.ledger);
-            if let Some(h) = held
-                && now.saturating_sub(h.since_ms) > settings.hold_timeout_ms
-            {
-                let err = bluegreen_gate::Error::HoldTimeout {
-                    color: self.gate.as_ref().map_or(Color::Blue, |g| g.0),
-                    event_time_ms: h.record.event_time,
-                    waited: Duration::from_millis(
-                        u64::try_from(now.saturating_sub(h.since_ms)).unwrap_or(0),
-                    ),
-                    state: self
-                        .gate
-                        .as_ref()
-                        .and_then(|g| g.1.current())
-                        .map_or_else(|| "no valid state".to_owned(), |s| s.to_string()),
-                };
-                return AttemptEnd::Failed(JobFailure::Restart, err.to_string());
+            if let Some(reason) = held.and_then(|h| self.hold_timeout(h, now)) {
+                return AttemptEnd::Failed(JobFailure::Restart, reason);
             }
-            let mut finished = false;
-            let mut due = Vec::new();
-            savepoints.retain_mut(|sp| {
-                if sp.ready_at <= now {
-                    due.push(PendingSavepoint {
-                        request_id: std::mem::take(&mut sp.request_id),
-                        ..*sp
-                    });
-                    false
-                } else {
-                    true
-                }
-            });
-            for sp in due {
-                if self.finish_savepoint(&engine, &sp, attempt, now) {
-                    finished = true;
-                }
-            }
+            let finished = self.finish_due_savepoints(&engine, &mut savepoints, attempt, now);
             self.job.publish(|v| {
                 v.job_watermark = engine.job_watermark();
                 v.source_watermarks = engine.source_watermarks().to_vec();
@@ -665,6 +618,75 @@ impl Driver {
             }
             self.wait(now, gate_seen).await;
         }
+    }
+
+    /// Takes the queued commands: savepoint requests join `savepoints`; returns whether the job
+    /// was cancelled.
+    fn take_commands(&mut self, attempt: u32, savepoints: &mut Vec<PendingSavepoint>) -> bool {
+        while let Ok(cmd) = self.commands.try_recv() {
+            self.queue.push_back(cmd);
+        }
+        while let Some(cmd) = self.queue.pop_front() {
+            match cmd {
+                Command::Cancel => {
+                    self.rt.ledger.abort(self.job_id(), attempt);
+                    self.end(JobState::Canceled);
+                    return true;
+                }
+                Command::Savepoint {
+                    request_id,
+                    stop,
+                    at,
+                } => {
+                    let f = self.rt.faults.take_savepoint_fault(&self.job.deployment);
+                    savepoints.push(PendingSavepoint {
+                        request_id,
+                        stop,
+                        fail: f.fail,
+                        ready_at: at.saturating_add(f.delay_ms),
+                    });
+                }
+            }
+        }
+        false
+    }
+
+    /// The failure message if `held` has been on HOLD longer than the hold timeout.
+    fn hold_timeout(&self, held: Held, now: i64) -> Option<String> {
+        let waited = now.saturating_sub(held.since_ms);
+        if waited <= self.job.settings.hold_timeout_ms {
+            return None;
+        }
+        let err = bluegreen_gate::Error::HoldTimeout {
+            color: self.gate.as_ref().map_or(Color::Blue, |g| g.0),
+            event_time_ms: held.record.event_time,
+            waited: Duration::from_millis(u64::try_from(waited).unwrap_or(0)),
+            state: self
+                .gate
+                .as_ref()
+                .and_then(|g| g.1.current())
+                .map_or_else(|| "no valid state".to_owned(), |s| s.to_string()),
+        };
+        Some(err.to_string())
+    }
+
+    /// Completes the savepoints due by `now`; returns whether one of them stopped the job.
+    fn finish_due_savepoints(
+        &mut self,
+        engine: &Engine,
+        savepoints: &mut Vec<PendingSavepoint>,
+        attempt: u32,
+        now: i64,
+    ) -> bool {
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(savepoints)
+            .into_iter()
+            .partition(|sp| sp.ready_at <= now);
+        *savepoints = later;
+        let mut finished = false;
+        for sp in due {
+            finished |= self.finish_savepoint(engine, &sp, attempt, now);
+        }
+        finished
     }
 
     /// Sleeps until the clock moves, a command arrives or the gates' state changes.

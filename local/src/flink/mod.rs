@@ -21,7 +21,7 @@ mod error;
 pub mod faults;
 mod job;
 mod operator;
-mod rest;
+pub mod rest;
 pub mod snapshot;
 pub mod source;
 mod status;

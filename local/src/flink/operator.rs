@@ -36,7 +36,7 @@ use super::status::{JmStatus, Lifecycle, StatusModel};
 use crate::ledger::{Ledger, SinkMode};
 
 /// How long the operator waits (wall clock) for a savepoint during an upgrade or suspend.
-const SAVEPOINT_WAIT: Duration = Duration::from_secs(60);
+const SAVEPOINT_WAIT: Duration = Duration::from_mins(1);
 
 /// The `FlinkDeployment` kind, as a dynamic resource.
 pub fn flink_deployment_resource() -> ApiResource {
@@ -266,7 +266,12 @@ impl LocalFlink {
 
     /// Advances a manual clock by `total_ms` in steps of `step_ms`, letting every job catch up
     /// after each step (so checkpoints, idleness and gate decisions see time pass gradually).
-    pub async fn advance(&self, total_ms: i64, step_ms: i64, timeout: Duration) -> Result<(), SimError> {
+    pub async fn advance(
+        &self,
+        total_ms: i64,
+        step_ms: i64,
+        timeout: Duration,
+    ) -> Result<(), SimError> {
         let step = step_ms.max(1);
         let end = self.clock().now_ms().saturating_add(total_ms);
         while self.clock().now_ms() < end {
@@ -278,7 +283,7 @@ impl LocalFlink {
     }
 
     /// Stops the watch and the REST server; running jobs are cancelled.
-    pub async fn shutdown(self) {
+    pub fn shutdown(self) {
         for task in &self.tasks {
             task.abort();
         }
@@ -334,8 +339,11 @@ async fn watch_deployments(api: Api<DynamicObject>, shared: Arc<Shared>) {
                 let _ = tx.send(Msg::Apply(Box::new(obj)));
             }
             watcher::Event::InitDone => {
-                let gone: Vec<DeploymentRef> =
-                    actors.keys().filter(|k| !listed.contains(*k)).cloned().collect();
+                let gone: Vec<DeploymentRef> = actors
+                    .keys()
+                    .filter(|k| !listed.contains(*k))
+                    .cloned()
+                    .collect();
                 for key in gone {
                     if let Some(tx) = actors.remove(&key) {
                         let _ = tx.send(Msg::Deleted);
@@ -582,7 +590,10 @@ impl Actor {
                         Lifecycle::Failed
                     };
                 }
-                self.retry = Some((obj, tokio::time::Instant::now() + Duration::from_millis(500)));
+                self.retry = Some((
+                    obj,
+                    tokio::time::Instant::now() + Duration::from_millis(500),
+                ));
             }
         }
     }
@@ -594,7 +605,11 @@ impl Actor {
         }
     }
 
-    async fn first_deploy(&mut self, spec: &Value, settings: Arc<JobSettings>) -> Result<(), SimError> {
+    async fn first_deploy(
+        &mut self,
+        spec: &Value,
+        settings: Arc<JobSettings>,
+    ) -> Result<(), SimError> {
         // The operator records the resource first (CREATED), then deploys.
         self.status.lifecycle = Lifecycle::Created;
         self.write_status().await;
@@ -609,12 +624,18 @@ impl Actor {
         Ok(())
     }
 
-    async fn change(&mut self, previous: &Value, spec: &Value, settings: Arc<JobSettings>) -> Result<(), SimError> {
-        let redeploy_nonce_changed =
-            job_field(previous, "savepointRedeployNonce") != job_field(spec, "savepointRedeployNonce");
+    async fn change(
+        &mut self,
+        previous: &Value,
+        spec: &Value,
+        settings: Arc<JobSettings>,
+    ) -> Result<(), SimError> {
+        let redeploy_nonce_changed = job_field(previous, "savepointRedeployNonce")
+            != job_field(spec, "savepointRedeployNonce");
         let upgrade = deployable(previous) != deployable(spec);
         let live = matches!(self.phase, Phase::Running(_) | Phase::Deploying { .. });
-        if !upgrade && wants_running(previous) == wants_running(spec) && live == wants_running(spec) {
+        if !upgrade && wants_running(previous) == wants_running(spec) && live == wants_running(spec)
+        {
             return Ok(());
         }
         // Stop whatever runs, keeping its state as the upgrade mode says.
@@ -689,10 +710,14 @@ impl Actor {
             return Ok(None);
         }
         let view = job.view();
-        let latest = [view.latest_checkpoint, view.latest_savepoint, view.restored.map(|r| r.0)]
-            .into_iter()
-            .flatten()
-            .max_by_key(|s| s.taken_at_ms);
+        let latest = [
+            view.latest_checkpoint,
+            view.latest_savepoint,
+            view.restored.map(|r| r.0),
+        ]
+        .into_iter()
+        .flatten()
+        .max_by_key(|s| s.taken_at_ms);
         Ok(latest.map(|s| s.path.clone()))
     }
 
@@ -734,7 +759,13 @@ impl Actor {
             self.status.job_id = Some(job_id.clone());
         }
         if now >= ready_at {
-            let job = start_job(&self.shared.rt, job_id.clone(), self.key.clone(), settings, restore);
+            let job = start_job(
+                &self.shared.rt,
+                job_id.clone(),
+                self.key.clone(),
+                settings,
+                restore,
+            );
             self.shared
                 .jobs()
                 .entry(self.key.clone())
@@ -761,13 +792,17 @@ impl Actor {
         self.status.update_time_ms = self.clock().now_ms();
         match view.state {
             JobState::Running => {
-                if matches!(self.status.lifecycle, Lifecycle::Deployed | Lifecycle::Failed)
-                    && self.written.is_some()
+                if matches!(
+                    self.status.lifecycle,
+                    Lifecycle::Deployed | Lifecycle::Failed
+                ) && self.written.is_some()
                     && self.status.jm == JmStatus::Ready
                     && self.written_job_state() == Some("RUNNING")
                 {
                     self.status.lifecycle = Lifecycle::Stable;
-                    self.status.stable_spec.clone_from(&self.status.reconciled_spec);
+                    self.status
+                        .stable_spec
+                        .clone_from(&self.status.reconciled_spec);
                 }
             }
             JobState::Failed => {
@@ -811,7 +846,11 @@ impl Actor {
         for attempt in 0..5_u64 {
             match self
                 .api
-                .patch_status(&self.key.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .patch_status(
+                    &self.key.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
                 .await
             {
                 Ok(_) => {

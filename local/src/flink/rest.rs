@@ -32,7 +32,11 @@ pub fn gate_operator_name(color: bluegreen_protocol::Color) -> String {
 /// The id of vertex `index` (0: source, 1: count → gate → sink); the same in every job, as
 /// Flink derives vertex ids from the job graph.
 pub fn vertex_id(index: u64) -> String {
-    format!("{:016x}{:016x}", mix(0xB1E6_0000 + index), mix(0x6EE7_0000 + index))
+    format!(
+        "{:016x}{:016x}",
+        mix(0xB1E6_0000 + index),
+        mix(0x6EE7_0000 + index)
+    )
 }
 
 type Ns = Path<(String, String)>;
@@ -69,7 +73,10 @@ pub(crate) async fn serve(
         .route("/{ns}/{name}/jobs", get(jobs))
         .route("/{ns}/{name}/jobs/overview", get(jobs_overview))
         .route("/{ns}/{name}/jobs/{jid}", get(job_details))
-        .route("/{ns}/{name}/jobs/{jid}/savepoints", post(trigger_savepoint))
+        .route(
+            "/{ns}/{name}/jobs/{jid}/savepoints",
+            post(trigger_savepoint),
+        )
         .route(
             "/{ns}/{name}/jobs/{jid}/savepoints/{trigger}",
             get(savepoint_status),
@@ -119,7 +126,10 @@ async fn deployment_jobs(
     })
 }
 
-async fn find_job(shared: &Shared, (ns, name, jid): (String, String, String)) -> Result<Arc<SimJob>, RestError> {
+async fn find_job(
+    shared: &Shared,
+    (ns, name, jid): (String, String, String),
+) -> Result<Arc<SimJob>, RestError> {
     deployment_jobs(shared, (ns, name))
         .await?
         .into_iter()
@@ -127,6 +137,8 @@ async fn find_job(shared: &Shared, (ns, name, jid): (String, String, String)) ->
         .ok_or_else(|| RestError(StatusCode::NOT_FOUND, format!("Job {jid} not found")))
 }
 
+// Handlers return `RestResult`; these keep their tails uniform.
+#[allow(clippy::unnecessary_wraps)]
 fn ok(v: Value) -> RestResult {
     Ok(Json(v).into_response())
 }
@@ -274,8 +286,13 @@ async fn job_details(State(s): State<Arc<Shared>>, Path(p): NsJob) -> RestResult
     }))
 }
 
+#[allow(clippy::unnecessary_wraps)]
 fn accepted(request_id: &str) -> RestResult {
-    Ok((StatusCode::ACCEPTED, Json(json!({ "request-id": request_id }))).into_response())
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({ "request-id": request_id })),
+    )
+        .into_response())
 }
 
 async fn trigger_savepoint(
@@ -295,7 +312,11 @@ async fn trigger_savepoint(
     accepted(&id)
 }
 
-async fn stop(State(s): State<Arc<Shared>>, Path(p): NsJob, _body: Option<Json<Value>>) -> RestResult {
+async fn stop(
+    State(s): State<Arc<Shared>>,
+    Path(p): NsJob,
+    _body: Option<Json<Value>>,
+) -> RestResult {
     let job = find_job(&s, p).await?;
     let id = job
         .trigger_savepoint(true)
@@ -308,19 +329,28 @@ async fn savepoint_status(
     Path((ns, name, jid, trigger)): Path<(String, String, String, String)>,
 ) -> RestResult {
     let job = find_job(&s, (ns, name, jid)).await?;
-    let op = job.view().savepoints.get(&trigger).cloned().ok_or_else(|| {
-        RestError(
-            StatusCode::NOT_FOUND,
-            format!("Operation not found under key: {trigger}"),
-        )
-    })?;
+    let op = job
+        .view()
+        .savepoints
+        .get(&trigger)
+        .cloned()
+        .ok_or_else(|| {
+            RestError(
+                StatusCode::NOT_FOUND,
+                format!("Operation not found under key: {trigger}"),
+            )
+        })?;
     ok(match op {
         SavepointOp::InProgress => json!({"status": {"id": "IN_PROGRESS"}}),
         SavepointOp::Completed { location } => {
             json!({"status": {"id": "COMPLETED"}, "operation": {"location": location}})
         }
         SavepointOp::Failed { cause } => {
-            let class = cause.split(':').next().unwrap_or("java.lang.Exception").to_owned();
+            let class = cause
+                .split(':')
+                .next()
+                .unwrap_or("java.lang.Exception")
+                .to_owned();
             json!({"status": {"id": "COMPLETED"}, "operation": {"failure-cause": {
                 "class": class,
                 "stack-trace": format!("{cause}\n\tat bluegreen-local simulated Flink"),
@@ -424,10 +454,11 @@ async fn watermarks(
 
 /// Every subtask's metrics of one vertex, by id.
 #[allow(clippy::cast_precision_loss)]
-fn vertex_metrics(job: &SimJob, v: &JobView, index: u64) -> BTreeMap<String, Vec<f64>> {
-    let mut m: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+fn vertex_metrics(job: &SimJob, view: &JobView, index: u64) -> BTreeMap<String, Vec<f64>> {
+    let mut metrics: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let p = job.settings.parallelism as usize;
-    let mut put = |id: String, value: f64| m.entry(id).or_default().push(value);
+    let v = view;
+    let mut put = |id: String, value: f64| metrics.entry(id).or_default().push(value);
     for i in 0..p {
         if index == 0 {
             let read: u64 = v
@@ -474,7 +505,7 @@ fn vertex_metrics(job: &SimJob, v: &JobView, index: u64) -> BTreeMap<String, Vec
             g.watermark_ms().map_or(0.0, |w| w as f64),
         );
     }
-    m
+    metrics
 }
 
 async fn subtask_metrics(

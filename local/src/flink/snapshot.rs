@@ -159,7 +159,10 @@ mod tests {
         assert!(path.starts_with("file:///bluegreen-local/savepoints/savepoint-abcdef-"));
         store.put(snapshot(path.clone())).expect("put");
         let fresh = SnapshotStore::new(Some(dir.path().to_owned()));
-        assert_eq!(*fresh.get(&path).expect("read back"), snapshot(path.clone()));
+        assert_eq!(
+            *fresh.get(&path).expect("read back"),
+            snapshot(path.clone())
+        );
         assert!(matches!(
             SnapshotStore::new(None).get(&path),
             Err(SimError::SnapshotNotFound { .. })

@@ -274,7 +274,10 @@ mod tests {
         for offset in 0..500 {
             assert_eq!(a.record(2, offset), b.record(2, offset));
         }
-        let other = SourceSpec { seed: 7, ..a.clone() };
+        let other = SourceSpec {
+            seed: 7,
+            ..a.clone()
+        };
         assert!((0..100).any(|o| other.record(0, o).key != a.record(0, o).key));
     }
 

@@ -102,7 +102,11 @@ pub async fn create(client: &kube::Client, obj: &Value) {
 
 pub async fn patch_spec(client: &kube::Client, name: &str, patch: Value) {
     api(client)
-        .patch(name, &PatchParams::default(), &Patch::Merge(&json!({ "spec": patch })))
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "spec": patch })),
+        )
         .await
         .expect("FlinkDeployment patched");
 }
@@ -120,7 +124,11 @@ pub async fn status(client: &kube::Client, name: &str) -> Value {
 }
 
 /// Waits until the deployment's status satisfies `pred`; returns it.
-pub async fn wait_status(client: &kube::Client, name: &str, pred: impl Fn(&Value) -> bool) -> Value {
+pub async fn wait_status(
+    client: &kube::Client,
+    name: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let s = status(client, name).await;
