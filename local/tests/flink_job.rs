@@ -2,10 +2,10 @@
 
 mod flink_support;
 
-use bluegreen_local::flink::{JobFailure, JobState};
+use bluegreen_local::flink::{DEFAULT_START_MS, JobFailure, JobState, SimClock};
 use bluegreen_local::ledger::{Expectation, SinkMode};
 use flink_support::{
-    WAIT, deployment, dref, env, job_state, lifecycle, patch_spec, start, wait_status,
+    WAIT, deployment, dref, env, env_with, job_state, lifecycle, patch_spec, start, wait_status,
 };
 use serde_json::json;
 
@@ -126,4 +126,34 @@ async fn a_restart_from_a_checkpoint_duplicates_with_the_at_least_once_sink() {
         report.count_mismatches, 0,
         "replayed records carry the restored counts: {report}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scaled_clock_runs_a_job_beside_real_time_exactly_once() {
+    let clock = SimClock::scaled(DEFAULT_START_MS, 1000.0);
+    let env = env_with(SinkMode::Transactional, clock).await;
+    flink_support::create(&env.client, &deployment("orders", 2, CONF)).await;
+    wait_status(&env.client, "orders", |s| lifecycle(s) == "STABLE").await;
+    // About 0.2 s of wall time is over three minutes of simulated time.
+    let job = env
+        .flink
+        .wait_for_job(&dref("orders"), WAIT, |v| {
+            v.processed_to > DEFAULT_START_MS + 200_000
+        })
+        .await
+        .expect("the job follows the scaled clock");
+    patch_spec(
+        &env.client,
+        "orders",
+        json!({"job": {"state": "suspended"}}),
+    )
+    .await;
+    wait_status(&env.client, "orders", |s| lifecycle(s) == "SUSPENDED").await;
+    let stopped_at = job.view().end_time_ms.expect("ended");
+    let report = env.flink.ledger().report(
+        &Expectation::new(job.settings.source.clone(), job.view().job_watermark)
+            .arrived_by(stopped_at),
+    );
+    assert!(report.is_exactly_once(), "{report}");
+    assert!(report.expected > 10_000, "{report}");
 }

@@ -71,6 +71,8 @@ pub struct Engine {
     restored_max_passed: Option<i64>,
     counters: Vec<SubtaskCounters>,
     held: Option<Held>,
+    /// When this attempt started (a backlog record is first seen then, not at its arrival).
+    started_ms: i64,
 }
 
 impl Engine {
@@ -145,6 +147,7 @@ impl Engine {
             restored_max_passed,
             counters: vec![SubtaskCounters::default(); p],
             held: None,
+            started_ms: now_ms,
             settings,
         })
     }
@@ -199,7 +202,7 @@ impl Engine {
                         let held = Held {
                             record,
                             subtask,
-                            since_ms: record.arrival,
+                            since_ms: record.arrival.max(self.started_ms),
                         };
                         self.held = Some(held);
                         return Some(held);

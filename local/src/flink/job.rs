@@ -534,7 +534,10 @@ impl Driver {
     }
 
     fn end(&self, state: JobState) {
-        let now = self.rt.clock.now_ms();
+        self.end_at(state, self.rt.clock.now_ms());
+    }
+
+    fn end_at(&self, state: JobState, now: i64) {
         self.job.publish(|v| {
             v.state = state;
             v.end_time_ms = Some(now);
@@ -613,7 +616,7 @@ impl Driver {
                 v.gate_generation = gate_seen;
             });
             if finished {
-                self.end(JobState::Finished);
+                self.end_at(JobState::Finished, now);
                 return AttemptEnd::Terminal;
             }
             self.wait(now, gate_seen).await;

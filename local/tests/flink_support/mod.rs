@@ -2,6 +2,8 @@
 //! upstream FlinkDeployment CRD, a local Flink runner on a manual clock, and small builders.
 #![allow(dead_code, missing_docs)]
 
+pub mod handover;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -26,6 +28,11 @@ pub struct Env {
 }
 
 pub async fn env(sink: SinkMode) -> Env {
+    env_with(sink, SimClock::default()).await
+}
+
+/// Like [`env`], with a given clock (e.g. a scaled one).
+pub async fn env_with(sink: SinkMode, clock: SimClock) -> Env {
     // reqwest (dev-dependency) and kube enable different rustls providers: pick one.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let server = LocalApiServer::start(Options::default())
@@ -36,7 +43,7 @@ pub async fn env(sink: SinkMode) -> Env {
     let flink = LocalFlink::start(
         client.clone(),
         LocalFlinkOptions {
-            clock: SimClock::default(),
+            clock,
             sink_mode: sink,
             ..LocalFlinkOptions::default()
         },
