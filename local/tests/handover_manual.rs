@@ -3,19 +3,15 @@
 
 mod flink_support;
 
-use flink_support::handover::{
-    BOUND_MS, CM, LATE_MAX_MS, conf, run_blue, set_w, start_green, state, wait_gates,
-};
-
 use std::sync::Arc;
 
-use bluegreen_local::flink::{DeploymentRef, JobState, SavepointOp, SimJob};
+use bluegreen_local::flink::{JobState, SimJob};
 use bluegreen_local::ledger::{Expectation, LedgerReport, SinkMode};
-use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle, WatermarkStage, configmap_name};
-use flink_support::{
-    Env, WAIT, delete, deployment, dref, env, lifecycle, patch_spec, start, wait_status,
-    write_configmap,
+use bluegreen_protocol::{Color, Stage, Toggle, WatermarkStage, configmap_name};
+use flink_support::handover::{
+    BOUND_MS, CM, LATE_MAX_MS, run_blue, set_w, start_green, state, wait_gates,
 };
+use flink_support::{WAIT, delete, dref, env, lifecycle, patch_spec, wait_status, write_configmap};
 use serde_json::json;
 
 struct Handover {
