@@ -14,7 +14,10 @@
 use serde_json::{Value, json};
 
 use super::error::ApiError;
-use super::fields::{FieldSet, ManagedEntry, Scope, leaf_paths, overlaps, read_managed, remove_at, set_at, value_at, write_managed};
+use super::fields::{
+    FieldSet, ManagedEntry, Scope, leaf_paths, overlaps, read_managed, remove_at, set_at, value_at,
+    write_managed,
+};
 use super::meta::now_rfc3339;
 
 /// Who is applying and how.
@@ -30,7 +33,12 @@ fn dotted(p: &[String]) -> String {
 }
 
 /// Computes the object after applying `cfg` on top of `live` (or creating it from `cfg`).
-pub(crate) fn apply(live: Option<&Value>, cfg: &Value, req: &ApplyRequest<'_>, conflict_subject: &str) -> Result<Value, ApiError> {
+pub(crate) fn apply(
+    live: Option<&Value>,
+    cfg: &Value,
+    req: &ApplyRequest<'_>,
+    conflict_subject: &str,
+) -> Result<Value, ApiError> {
     let sub = req.scope.subresource();
     let applied = leaf_paths(cfg, req.scope);
     let Some(live) = live else {
@@ -64,7 +72,9 @@ pub(crate) fn apply(live: Option<&Value>, cfg: &Value, req: &ApplyRequest<'_>, c
                     // Upgrading from client-side apply: fields that the last-applied
                     // annotation records with the live value are taken over silently.
                     let from_csa = e.operation == "Update"
-                        && last_applied.as_ref().is_some_and(|la| value_at(la, q).is_some() && value_at(la, q) == value_at(live, q));
+                        && last_applied.as_ref().is_some_and(|la| {
+                            value_at(la, q).is_some() && value_at(la, q) == value_at(live, q)
+                        });
                     if !from_csa {
                         report.insert(q.clone());
                     }
@@ -140,14 +150,20 @@ fn conflict_error(conflicts: &[(String, FieldSet)], api_version: &str, subject: 
     for (manager, fields) in conflicts {
         for f in fields {
             let field = dotted(f);
-            lines.push(format!("- conflict with \"{manager}\" using {api_version}: {field}"));
+            lines.push(format!(
+                "- conflict with \"{manager}\" using {api_version}: {field}"
+            ));
             causes.push(json!({"reason": "FieldManagerConflict", "message": format!("conflict with \"{manager}\" using {api_version}"), "field": field}));
         }
     }
     let n = causes.len();
     let plural = if n == 1 { "conflict" } else { "conflicts" };
-    ApiError::new(409, "Conflict", format!("Apply failed with {n} {plural}: {}", lines.join("\n")))
-        .with_details(json!({"name": subject, "causes": causes}))
+    ApiError::new(
+        409,
+        "Conflict",
+        format!("Apply failed with {n} {plural}: {}", lines.join("\n")),
+    )
+    .with_details(json!({"name": subject, "causes": causes}))
 }
 
 #[cfg(test)]
@@ -165,17 +181,61 @@ mod tests {
 
     #[test]
     fn apply_merges_removes_and_conflicts() {
-        let first = apply(None, &json!({"data": {"a": "1", "b": "2"}}), &req("one", false), "x").expect("create");
-        let second = apply(Some(&first), &json!({"data": {"c": "3"}}), &req("two", false), "x").expect("no overlap");
+        let first = apply(
+            None,
+            &json!({"data": {"a": "1", "b": "2"}}),
+            &req("one", false),
+            "x",
+        )
+        .expect("create");
+        let second = apply(
+            Some(&first),
+            &json!({"data": {"c": "3"}}),
+            &req("two", false),
+            "x",
+        )
+        .expect("no overlap");
         assert_eq!(second["data"], json!({"a": "1", "b": "2", "c": "3"}));
-        let err = apply(Some(&second), &json!({"data": {"a": "9"}}), &req("two", false), "x").expect_err("conflict");
+        let err = apply(
+            Some(&second),
+            &json!({"data": {"a": "9"}}),
+            &req("two", false),
+            "x",
+        )
+        .expect_err("conflict");
         assert_eq!(err.code, 409);
-        assert!(err.message.contains("conflict with \"one\""), "{}", err.message);
-        let forced = apply(Some(&second), &json!({"data": {"a": "9", "c": "3"}}), &req("two", true), "x").expect("forced");
+        assert!(
+            err.message.contains("conflict with \"one\""),
+            "{}",
+            err.message
+        );
+        let forced = apply(
+            Some(&second),
+            &json!({"data": {"a": "9", "c": "3"}}),
+            &req("two", true),
+            "x",
+        )
+        .expect("forced");
         assert_eq!(forced["data"]["a"], "9");
-        let dropped = apply(Some(&forced), &json!({"data": {"b": "2"}}), &req("one", false), "x").expect("one drops a");
-        assert_eq!(dropped["data"], json!({"a": "9", "b": "2", "c": "3"}), "a is owned by two now");
-        let gone = apply(Some(&dropped), &json!({"data": {"a": "9"}}), &req("two", false), "x").expect("two drops c");
+        let dropped = apply(
+            Some(&forced),
+            &json!({"data": {"b": "2"}}),
+            &req("one", false),
+            "x",
+        )
+        .expect("one drops a");
+        assert_eq!(
+            dropped["data"],
+            json!({"a": "9", "b": "2", "c": "3"}),
+            "a is owned by two now"
+        );
+        let gone = apply(
+            Some(&dropped),
+            &json!({"data": {"a": "9"}}),
+            &req("two", false),
+            "x",
+        )
+        .expect("two drops c");
         assert_eq!(gone["data"], json!({"a": "9", "b": "2"}));
     }
 }

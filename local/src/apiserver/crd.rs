@@ -37,9 +37,15 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
 pub(crate) fn resource_type_from_crd(crd: &Value) -> Result<ResourceType, ApiError> {
     let name = crd.name().to_string();
     let mut causes = Vec::new();
-    let group = str_at(crd, &["spec", "group"]).unwrap_or_default().to_string();
-    let plural = str_at(crd, &["spec", "names", "plural"]).unwrap_or_default().to_string();
-    let kind = str_at(crd, &["spec", "names", "kind"]).unwrap_or_default().to_string();
+    let group = str_at(crd, &["spec", "group"])
+        .unwrap_or_default()
+        .to_string();
+    let plural = str_at(crd, &["spec", "names", "plural"])
+        .unwrap_or_default()
+        .to_string();
+    let kind = str_at(crd, &["spec", "names", "kind"])
+        .unwrap_or_default()
+        .to_string();
     if group.is_empty() {
         required(&mut causes, "spec.group");
     }
@@ -68,7 +74,9 @@ pub(crate) fn resource_type_from_crd(crd: &Value) -> Result<ResourceType, ApiErr
             invalid(
                 &mut causes,
                 "spec.scope",
-                format!("Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""),
+                format!(
+                    "Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""
+                ),
             );
             true
         }
@@ -108,7 +116,10 @@ pub(crate) fn resource_type_from_crd(crd: &Value) -> Result<ResourceType, ApiErr
         invalid(
             &mut causes,
             "spec.versions",
-            format!("Invalid value: {}: must have exactly one version marked as storage version", storage.len()),
+            format!(
+                "Invalid value: {}: must have exactly one version marked as storage version",
+                storage.len()
+            ),
         );
     }
     if !causes.is_empty() {
@@ -117,12 +128,19 @@ pub(crate) fn resource_type_from_crd(crd: &Value) -> Result<ResourceType, ApiErr
     let strings = |p: &str| -> Vec<String> {
         crd.pointer(p)
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default()
     };
     Ok(ResourceType {
-        singular: str_at(crd, &["spec", "names", "singular"]).map_or_else(|| kind.to_lowercase(), str::to_string),
-        list_kind: str_at(crd, &["spec", "names", "listKind"]).map_or_else(|| format!("{kind}List"), str::to_string),
+        singular: str_at(crd, &["spec", "names", "singular"])
+            .map_or_else(|| kind.to_lowercase(), str::to_string),
+        list_kind: str_at(crd, &["spec", "names", "listKind"])
+            .map_or_else(|| format!("{kind}List"), str::to_string),
         short_names: strings("/spec/names/shortNames"),
         categories: strings("/spec/names/categories"),
         group,
@@ -138,7 +156,10 @@ pub(crate) fn resource_type_from_crd(crd: &Value) -> Result<ResourceType, ApiErr
 /// Fills in the status the real API server reports once a CRD is established.
 pub(crate) fn establish(crd: &mut Value) {
     let now = now_rfc3339();
-    let names = crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({}));
+    let names = crd
+        .pointer("/spec/names")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     let mut accepted = names.clone();
     if let Some(kind) = names.get("kind").and_then(Value::as_str) {
         if accepted.get("singular").is_none() {
@@ -158,9 +179,7 @@ pub(crate) fn establish(crd: &mut Value) {
                 .collect()
         })
         .unwrap_or_default();
-    let condition = |t: &str, reason: &str, message: &str| {
-        json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": message})
-    };
+    let condition = |t: &str, reason: &str, message: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": message});
     crd["status"] = json!({
         "acceptedNames": accepted,
         "conditions": [
@@ -190,6 +209,9 @@ mod tests {
         assert_eq!(t.short_names, ["wd"]);
         let mut bad = crd.clone();
         bad["metadata"]["name"] = json!("nope");
-        assert_eq!(resource_type_from_crd(&bad).expect_err("bad name").code, 422);
+        assert_eq!(
+            resource_type_from_crd(&bad).expect_err("bad name").code,
+            422
+        );
     }
 }

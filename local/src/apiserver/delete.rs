@@ -53,7 +53,13 @@ fn namespaces() -> GroupResource {
 }
 
 /// DELETE of one object.
-pub(crate) fn delete(inner: &mut Inner, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOpts) -> Result<Deleted, ApiError> {
+pub(crate) fn delete(
+    inner: &mut Inner,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    opts: &DeleteOpts,
+) -> Result<Deleted, ApiError> {
     let gr = rt.gr();
     let subject = Subject {
         group: &rt.group,
@@ -66,18 +72,26 @@ pub(crate) fn delete(inner: &mut Inner, rt: &ResourceType, ns: &str, name: &str,
     if let Some(uid) = opts.uid.as_deref().filter(|u| *u != old.uid()) {
         return Err(ApiError::conflict(
             subject,
-            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", old.uid()),
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                old.uid()
+            ),
         ));
     }
     let live_rv = old.meta_str("resourceVersion").unwrap_or_default();
     if let Some(rv) = opts.resource_version.as_deref().filter(|r| *r != live_rv) {
         return Err(ApiError::conflict(
             subject,
-            &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {live_rv}"),
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {live_rv}"
+            ),
         ));
     }
     if opts.dry_run {
-        return Ok(Deleted { object: old, removed: false });
+        return Ok(Deleted {
+            object: old,
+            removed: false,
+        });
     }
     let key: ObjKey = (ns.to_string(), name.to_string());
     if gr == namespaces() {
@@ -95,22 +109,39 @@ pub(crate) fn delete(inner: &mut Inner, rt: &ResourceType, ns: &str, name: &str,
         if opts.cascade == Cascade::Orphan {
             orphan_dependents(inner, object.uid());
         }
-        return Ok(Deleted { object, removed: false });
+        return Ok(Deleted {
+            object,
+            removed: false,
+        });
     }
     let object = remove(inner, &gr, &key, opts.cascade).unwrap_or(old);
-    Ok(Deleted { object, removed: true })
+    Ok(Deleted {
+        object,
+        removed: true,
+    })
 }
 
 /// Removes an object for good (DELETED event), then handles dependents, CRD instances and a
 /// terminating namespace that became empty. Returns the deleted object.
-pub(crate) fn remove(inner: &mut Inner, gr: &GroupResource, key: &ObjKey, cascade: Cascade) -> Option<Arc<Value>> {
+pub(crate) fn remove(
+    inner: &mut Inner,
+    gr: &GroupResource,
+    key: &ObjKey,
+    cascade: Cascade,
+) -> Option<Arc<Value>> {
     let obj = inner.get(gr, &key.0, &key.1)?;
     Some(remove_as(inner, gr, key, (*obj).clone(), cascade))
 }
 
 /// Like [`remove`], with the final state of the object given (an update that removed the
 /// last finalizer of an object being deleted becomes this delete, like on the real server).
-pub(crate) fn remove_as(inner: &mut Inner, gr: &GroupResource, key: &ObjKey, last: Value, cascade: Cascade) -> Arc<Value> {
+pub(crate) fn remove_as(
+    inner: &mut Inner,
+    gr: &GroupResource,
+    key: &ObjKey,
+    last: Value,
+    cascade: Cascade,
+) -> Arc<Value> {
     let deleted = inner.commit(gr, key.clone(), last, EventType::Deleted);
     let uid = deleted.uid().to_string();
     match cascade {
@@ -142,7 +173,10 @@ fn dependents(inner: &Inner, uid: &str) -> Vec<(GroupResource, ObjKey)> {
             let owned = obj
                 .pointer("/metadata/ownerReferences")
                 .and_then(Value::as_array)
-                .is_some_and(|refs| refs.iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(uid)));
+                .is_some_and(|refs| {
+                    refs.iter()
+                        .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+                });
             if owned {
                 out.push((gr.clone(), key.clone()));
             }
@@ -153,9 +187,14 @@ fn dependents(inner: &Inner, uid: &str) -> Vec<(GroupResource, ObjKey)> {
 
 fn orphan_dependents(inner: &mut Inner, uid: &str) {
     for (gr, key) in dependents(inner, uid) {
-        let Some(obj) = inner.get(&gr, &key.0, &key.1) else { continue };
+        let Some(obj) = inner.get(&gr, &key.0, &key.1) else {
+            continue;
+        };
         let mut updated = (*obj).clone();
-        if let Some(refs) = updated.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
+        if let Some(refs) = updated
+            .pointer_mut("/metadata/ownerReferences")
+            .and_then(Value::as_array_mut)
+        {
             refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
             if refs.is_empty() {
                 set_meta(&mut updated, "ownerReferences", None);
@@ -175,29 +214,50 @@ fn terminate_namespace(inner: &mut Inner, name: &str, old: &Arc<Value>) -> Delet
         marked["status"] = json!({"phase": "Terminating"});
         latest = inner.commit(&namespaces(), key, marked, EventType::Modified);
     }
-    let types: Vec<Arc<ResourceType>> = inner.registry.all().filter(|t| t.namespaced).cloned().collect();
+    let types: Vec<Arc<ResourceType>> = inner
+        .registry
+        .all()
+        .filter(|t| t.namespaced)
+        .cloned()
+        .collect();
     for rt in types {
-        let names: Vec<String> = inner.iter(&rt.gr(), Some(name)).map(|(k, _)| k.1.clone()).collect();
+        let names: Vec<String> = inner
+            .iter(&rt.gr(), Some(name))
+            .map(|(k, _)| k.1.clone())
+            .collect();
         for n in names {
             let _ = delete(inner, &rt, name, &n, &DeleteOpts::default());
         }
     }
     maybe_finish_namespace(inner, name);
     match inner.get(&namespaces(), "", name) {
-        Some(ns) => Deleted { object: ns, removed: false },
-        None => Deleted { object: latest, removed: true },
+        Some(ns) => Deleted {
+            object: ns,
+            removed: false,
+        },
+        None => Deleted {
+            object: latest,
+            removed: true,
+        },
     }
 }
 
 /// Removes a terminating namespace once nothing is left in it.
 fn maybe_finish_namespace(inner: &mut Inner, ns: &str) {
-    let Some(obj) = inner.get(&namespaces(), "", ns) else { return };
+    let Some(obj) = inner.get(&namespaces(), "", ns) else {
+        return;
+    };
     if !obj.deleting() || !obj.finalizers().is_empty() {
         return;
     }
     let empty = inner.objects.values().all(|m| !m.keys().any(|k| k.0 == ns));
     if empty {
-        inner.commit(&namespaces(), (String::new(), ns.to_string()), (*obj).clone(), EventType::Deleted);
+        inner.commit(
+            &namespaces(),
+            (String::new(), ns.to_string()),
+            (*obj).clone(),
+            EventType::Deleted,
+        );
     }
 }
 

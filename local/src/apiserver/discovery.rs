@@ -8,14 +8,14 @@ use serde_json::{Value, json};
 use super::resources::{Registry, ResourceType};
 
 /// Content type of aggregated discovery responses.
-pub(crate) const AGGREGATED_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub(crate) const AGGREGATED_CONTENT_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// Whether the `Accept` header asks for aggregated discovery (v2 or v2beta1) first.
 pub(crate) fn wants_aggregated(accept: &str) -> bool {
-    accept
-        .split(',')
-        .next()
-        .is_some_and(|first| first.contains("as=APIGroupDiscoveryList") && first.contains("g=apidiscovery.k8s.io"))
+    accept.split(',').next().is_some_and(|first| {
+        first.contains("as=APIGroupDiscoveryList") && first.contains("g=apidiscovery.k8s.io")
+    })
 }
 
 /// `GET /api`.
@@ -51,7 +51,9 @@ pub(crate) fn api_group(registry: &Registry, group: &str) -> Option<Value> {
         .iter()
         .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
         .collect();
-    Some(json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": vs, "preferredVersion": vs[0]}))
+    Some(
+        json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": vs, "preferredVersion": vs[0]}),
+    )
 }
 
 /// `GET /api/v1` or `GET /apis/<group>/<version>`.
@@ -80,8 +82,14 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
             }));
         }
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    )
 }
 
 fn discovery_resource(t: &ResourceType, version: &str) -> Value {

@@ -76,24 +76,40 @@ impl ApiError {
     }
 
     pub(crate) fn not_found_path() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource")
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
     }
 
     pub(crate) fn not_found(s: Subject<'_>) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{}\" not found", s.qualified(), s.name))
-            .with_details(s.details())
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{}\" not found", s.qualified(), s.name),
+        )
+        .with_details(s.details())
     }
 
     pub(crate) fn already_exists(s: Subject<'_>) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} \"{}\" already exists", s.qualified(), s.name))
-            .with_details(s.details())
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{}\" already exists", s.qualified(), s.name),
+        )
+        .with_details(s.details())
     }
 
     pub(crate) fn conflict(s: Subject<'_>, why: &str) -> Self {
         Self::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} \"{}\": {why}", s.qualified(), s.name),
+            format!(
+                "Operation cannot be fulfilled on {} \"{}\": {why}",
+                s.qualified(),
+                s.name
+            ),
         )
         .with_details(s.details())
     }
@@ -128,10 +144,21 @@ impl ApiError {
         if !group.is_empty() {
             details["group"] = json!(group);
         }
-        Self::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {summary}")).with_details(details)
+        Self::new(
+            422,
+            "Invalid",
+            format!("{kind} \"{name}\" is invalid: {summary}"),
+        )
+        .with_details(details)
     }
 
-    pub(crate) fn invalid_field(group: &str, kind: &str, name: &str, field: &str, message: &str) -> Self {
+    pub(crate) fn invalid_field(
+        group: &str,
+        kind: &str,
+        name: &str,
+        field: &str,
+        message: &str,
+    ) -> Self {
         Self::invalid(
             group,
             kind,
@@ -167,7 +194,6 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
-
     /// The `Status` object for this error.
     pub fn to_status(&self) -> Value {
         let mut v = json!({
@@ -199,8 +225,10 @@ impl IntoResponse for ApiError {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
         let mut resp = (code, body).into_response();
-        resp.headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         resp
     }
 }

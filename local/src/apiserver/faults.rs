@@ -153,7 +153,10 @@ impl FaultState {
     /// Applies delays and failures that match the request.
     pub async fn before(&self, info: &RequestInfo) -> Result<(), ApiError> {
         let (delay, fail) = {
-            let mut rules = self.rules.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut rules = self
+                .rules
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let delay: Duration = rules
                 .iter()
                 .filter(|r| r.when.matches(info))
@@ -202,7 +205,10 @@ fn injected(code: u16, info: &RequestInfo) -> ApiError {
     ApiError::new(
         code,
         reason,
-        format!("injected fault: {:?} {} {}/{}", info.verb, info.resource, info.namespace, info.name),
+        format!(
+            "injected fault: {:?} {} {}/{}",
+            info.verb, info.resource, info.namespace, info.name
+        ),
     )
 }
 
@@ -230,7 +236,10 @@ impl FaultInjector {
         if count > 0 {
             self.push(Rule {
                 when,
-                action: Action::Fail { code, remaining: count },
+                action: Action::Fail {
+                    code,
+                    remaining: count,
+                },
             });
         }
     }

@@ -38,7 +38,9 @@ const OWNED_META: [&str; 4] = ["labels", "annotations", "finalizers", "ownerRefe
 /// Leaf paths of the fields a client sets in `obj`, within `scope`.
 pub(crate) fn leaf_paths(obj: &Value, scope: Scope) -> FieldSet {
     let mut out = FieldSet::new();
-    let Some(map) = obj.as_object() else { return out };
+    let Some(map) = obj.as_object() else {
+        return out;
+    };
     for (k, v) in map {
         let include = match (k.as_str(), scope) {
             ("apiVersion" | "kind", _) => false,
@@ -108,8 +110,12 @@ pub(crate) fn set_at(v: &mut Value, p: &[String], val: Value) {
 
 /// Removes the value at `p` and then any maps left empty by that (below the top level).
 pub(crate) fn remove_at(v: &mut Value, p: &[String]) {
-    let Some((last, parent)) = p.split_last() else { return };
-    let Some(Value::Object(m)) = value_at_mut(v, parent) else { return };
+    let Some((last, parent)) = p.split_last() else {
+        return;
+    };
+    let Some(Value::Object(m)) = value_at_mut(v, parent) else {
+        return;
+    };
     m.remove(last);
     if m.is_empty() && parent.len() > 1 {
         remove_at(v, parent);
@@ -126,7 +132,9 @@ pub(crate) fn to_fields_v1(set: &FieldSet) -> Value {
     for p in set {
         let mut cur = &mut root;
         for k in p {
-            let e = cur.entry(format!("f:{k}")).or_insert_with(|| Value::Object(Map::new()));
+            let e = cur
+                .entry(format!("f:{k}"))
+                .or_insert_with(|| Value::Object(Map::new()));
             if !e.is_object() {
                 *e = Value::Object(Map::new());
             }
@@ -140,8 +148,11 @@ pub(crate) fn to_fields_v1(set: &FieldSet) -> Value {
 pub(crate) fn from_fields_v1(v: &Value) -> FieldSet {
     fn go(v: &Value, path: &mut FieldPath, out: &mut FieldSet) {
         let Some(m) = v.as_object() else { return };
-        let fields: Vec<(&String, &Value)> = m.iter().filter(|(k, _)| k.starts_with("f:")).collect();
-        let elements = m.keys().any(|k| k.starts_with("k:") || k.starts_with("v:") || k.starts_with("i:"));
+        let fields: Vec<(&String, &Value)> =
+            m.iter().filter(|(k, _)| k.starts_with("f:")).collect();
+        let elements = m
+            .keys()
+            .any(|k| k.starts_with("k:") || k.starts_with("v:") || k.starts_with("i:"));
         if fields.is_empty() || elements {
             if !path.is_empty() {
                 out.insert(path.clone());
@@ -182,13 +193,21 @@ pub(crate) fn read_managed(obj: &Value) -> Vec<ManagedEntry> {
         .map(|a| {
             a.iter()
                 .map(|e| {
-                    let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+                    let s = |k: &str| {
+                        e.get(k)
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
                     ManagedEntry {
                         manager: s("manager"),
                         operation: s("operation"),
                         api_version: s("apiVersion"),
                         time: s("time"),
-                        subresource: e.get("subresource").and_then(Value::as_str).map(str::to_string),
+                        subresource: e
+                            .get("subresource")
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
                         fields: e.get("fieldsV1").map(from_fields_v1).unwrap_or_default(),
                     }
                 })
@@ -222,7 +241,13 @@ pub(crate) fn write_managed(obj: &mut Value, entries: &[ManagedEntry]) {
 
 /// Records a non-apply write (create, update, patch) by `manager`: fields whose values it
 /// changed move to its `Update` entry; fields it removed are dropped from every entry.
-pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, manager: &str, api_version: &str, scope: Scope) {
+pub(crate) fn record_update(
+    old: Option<&Value>,
+    new: &mut Value,
+    manager: &str,
+    api_version: &str,
+    scope: Scope,
+) {
     let mut entries = old.map(read_managed).unwrap_or_default();
     let new_paths = leaf_paths(new, scope);
     let old_paths = old.map(|o| leaf_paths(o, scope)).unwrap_or_default();
@@ -236,21 +261,25 @@ pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, manager: &str,
         if e.subresource.as_deref() != sub {
             continue;
         }
-        e.fields
-            .retain(|q| !removed.iter().any(|r| overlaps(r, q)) && !changed.iter().any(|p| overlaps(p, q)));
+        e.fields.retain(|q| {
+            !removed.iter().any(|r| overlaps(r, q)) && !changed.iter().any(|p| overlaps(p, q))
+        });
     }
     if !changed.is_empty() {
-        let idx = entries.iter().position(|e| e.is(manager, "Update", sub)).unwrap_or_else(|| {
-            entries.push(ManagedEntry {
-                manager: manager.to_string(),
-                operation: "Update".into(),
-                api_version: api_version.to_string(),
-                time: String::new(),
-                subresource: sub.map(str::to_string),
-                fields: FieldSet::new(),
+        let idx = entries
+            .iter()
+            .position(|e| e.is(manager, "Update", sub))
+            .unwrap_or_else(|| {
+                entries.push(ManagedEntry {
+                    manager: manager.to_string(),
+                    operation: "Update".into(),
+                    api_version: api_version.to_string(),
+                    time: String::new(),
+                    subresource: sub.map(str::to_string),
+                    fields: FieldSet::new(),
+                });
+                entries.len() - 1
             });
-            entries.len() - 1
-        });
         let e = &mut entries[idx];
         e.fields.extend(changed.into_iter().cloned());
         e.time = now_rfc3339();
@@ -270,7 +299,10 @@ mod tests {
             "data": {"k": "v", "e": {}}, "status": {"s": 1}});
         let set = leaf_paths(&obj, Scope::Main);
         let want: FieldSet = [
-            vec!["data", "e"], vec!["data", "k"], vec!["metadata", "finalizers"], vec!["metadata", "labels", "a"],
+            vec!["data", "e"],
+            vec!["data", "k"],
+            vec!["metadata", "finalizers"],
+            vec!["metadata", "labels", "a"],
         ]
         .into_iter()
         .map(|p| p.into_iter().map(str::to_string).collect())

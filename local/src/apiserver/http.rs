@@ -1,31 +1,31 @@
 //! HTTP routing: turns requests into store operations and store results into responses.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use serde_json::{Value, json};
 
-use super::delete::{self, Cascade, DeleteOpts};
+use super::delete;
 use super::discovery;
 use super::error::ApiError;
 use super::faults::{FaultState, RequestInfo, Verb};
 use super::meta::parse_body;
 use super::openapi;
+use super::params::{delete_opts, flag, list_query, params, write_ctx};
 use super::patch::PatchType;
 use super::read::{self, ListQuery, Shape};
 use super::resources::ResourceType;
-use super::selectors::{FieldSelector, LabelSelector};
+use super::selectors::FieldSelector;
 use super::store::Store;
 use super::watch::{self, WatchRequest};
-use super::write::{self, FieldValidation, UpdateOp, WriteCtx};
+use super::write::{self, UpdateOp};
 
 /// Server-wide settings used while serving.
 #[derive(Debug, Clone)]
@@ -49,7 +49,10 @@ pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/api", get(api_root))
         .route("/apis", get(apis_root))
-        .route("/version", get(|| async { json_response(StatusCode::OK, &discovery::version_info()) }))
+        .route(
+            "/version",
+            get(|| async { json_response(StatusCode::OK, &discovery::version_info()) }),
+        )
         .route("/healthz", get(|| async { "ok" }))
         .route("/livez", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }))
@@ -65,8 +68,16 @@ pub(crate) fn router(app: Arc<App>) -> Router {
 /// Logs requests when asked to and holds them while the server is paused.
 async fn gate(State(app): AppState, req: Request, next: Next) -> Response {
     if app.opts.log_requests {
-        let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-        let ct = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let accept = req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let ct = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
         tracing::info!(method = %req.method(), uri = %req.uri(), accept, content_type = ct, "request");
     }
     app.faults.wait_unpaused().await;
@@ -75,16 +86,25 @@ async fn gate(State(app): AppState, req: Request, next: Next) -> Response {
 
 pub(crate) fn json_response(code: StatusCode, v: &Value) -> Response {
     let mut resp = (code, serde_json::to_vec(v).unwrap_or_default()).into_response();
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
 fn accept(headers: &HeaderMap) -> &str {
-    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("")
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
 }
 
-fn discovery_response(headers: &HeaderMap, aggregated: impl FnOnce() -> Value, legacy: impl FnOnce() -> Value) -> Response {
+fn discovery_response(
+    headers: &HeaderMap,
+    aggregated: impl FnOnce() -> Value,
+    legacy: impl FnOnce() -> Value,
+) -> Response {
     if discovery::wants_aggregated(accept(headers)) {
         let mut resp = json_response(StatusCode::OK, &aggregated());
         resp.headers_mut().insert(
@@ -99,12 +119,20 @@ fn discovery_response(headers: &HeaderMap, aggregated: impl FnOnce() -> Value, l
 
 async fn api_root(State(app): AppState, headers: HeaderMap) -> Response {
     let registry = app.store.lock().registry.clone();
-    discovery_response(&headers, || discovery::aggregated(&registry, true), || discovery::api_versions(&app.addr))
+    discovery_response(
+        &headers,
+        || discovery::aggregated(&registry, true),
+        || discovery::api_versions(&app.addr),
+    )
 }
 
 async fn apis_root(State(app): AppState, headers: HeaderMap) -> Response {
     let registry = app.store.lock().registry.clone();
-    discovery_response(&headers, || discovery::aggregated(&registry, false), || discovery::api_group_list(&registry))
+    discovery_response(
+        &headers,
+        || discovery::aggregated(&registry, false),
+        || discovery::api_group_list(&registry),
+    )
 }
 
 async fn openapi_v2() -> Response {
@@ -172,40 +200,37 @@ fn parse_path(path: &str) -> Option<Target> {
     Some(t)
 }
 
-async fn resource(State(app): AppState, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn resource(
+    State(app): AppState,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     match handle(&app, &method, &uri, &headers, body).await {
         Ok(resp) => resp,
         Err(err) => err.into_response(),
     }
 }
 
-fn params(uri: &Uri) -> Result<HashMap<String, String>, ApiError> {
-    let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(uri)
-        .map_err(|e| ApiError::bad_request(format!("invalid query string: {e}")))?;
-    Ok(pairs.into_iter().collect())
-}
-
-fn flag(p: &HashMap<String, String>, key: &str) -> bool {
-    p.get(key).is_some_and(|v| v == "true" || v == "1")
-}
-
-fn list_query(p: &HashMap<String, String>) -> Result<ListQuery, ApiError> {
-    Ok(ListQuery {
-        label: LabelSelector::parse(p.get("labelSelector").map_or("", String::as_str))?,
-        field: FieldSelector::parse(p.get("fieldSelector").map_or("", String::as_str))?,
-        limit: p
-            .get("limit")
-            .map(|l| l.parse::<usize>().map_err(|_| ApiError::bad_request(format!("invalid limit: {l}"))))
-            .transpose()?,
-        continue_token: p.get("continue").cloned(),
-        resource_version: p.get("resourceVersion").cloned(),
-        version_match: p.get("resourceVersionMatch").cloned(),
-    })
-}
-
-#[allow(clippy::too_many_lines, reason = "one dispatch table over verbs, clearer in one place")]
-async fn handle(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap, body: Bytes) -> Result<Response, ApiError> {
-    if let ["apis", group] = uri.path().trim_matches('/').split('/').collect::<Vec<_>>().as_slice() {
+#[allow(
+    clippy::too_many_lines,
+    reason = "one dispatch table over verbs, clearer in one place"
+)]
+async fn handle(
+    app: &Arc<App>,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    if let ["apis", group] = uri
+        .path()
+        .trim_matches('/')
+        .split('/')
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         let registry = app.store.lock().registry.clone();
         return discovery::api_group(&registry, group)
             .map(|v| json_response(StatusCode::OK, &v))
@@ -232,7 +257,11 @@ async fn handle(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap,
         (Method::PATCH, true) => Verb::Patch,
         (Method::DELETE, true) => Verb::Delete,
         (Method::DELETE, false) => Verb::DeleteCollection,
-        _ => return Err(ApiError::method_not_allowed(format!("the server does not allow this method on the requested resource ({method})"))),
+        _ => {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({method})"
+            )));
+        }
     };
     let rt: Arc<ResourceType> = app
         .store
@@ -242,7 +271,9 @@ async fn handle(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap,
         .ok_or_else(ApiError::not_found_path)?;
     match (&target.namespace, rt.namespaced) {
         (Some(_), false) => return Err(ApiError::not_found_path()),
-        (None, true) if !matches!(verb, Verb::List | Verb::Watch) => return Err(ApiError::not_found_path()),
+        (None, true) if !matches!(verb, Verb::List | Verb::Watch) => {
+            return Err(ApiError::not_found_path());
+        }
         _ => {}
     }
     let status = match target.sub.as_deref() {
@@ -251,7 +282,9 @@ async fn handle(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap,
         Some(_) => return Err(ApiError::not_found_path()),
     };
     if status && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
-        return Err(ApiError::method_not_allowed("the status subresource supports get, update and patch"));
+        return Err(ApiError::method_not_allowed(
+            "the status subresource supports get, update and patch",
+        ));
     }
     let info = RequestInfo {
         verb,
@@ -293,41 +326,58 @@ async fn handle(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap,
             let inner = app.store.lock();
             let page = read::list(&inner, &rt, target.namespace.as_deref(), &query)?;
             drop(inner);
-            Ok(json_response(StatusCode::OK, &read::shape_list(&rt, &version, &page, shape)))
+            Ok(json_response(
+                StatusCode::OK,
+                &read::shape_list(&rt, &version, &page, shape),
+            ))
         }
         Verb::Get => {
             let obj = app.store.lock().get(&rt.gr(), &ns, &name);
             let obj = obj.ok_or_else(|| ApiError::not_found(subject(&rt, &name)))?;
-            Ok(json_response(StatusCode::OK, &read::shape_one(&obj, &rt, &version, shape)))
+            Ok(json_response(
+                StatusCode::OK,
+                &read::shape_one(&obj, &rt, &version, shape),
+            ))
         }
         Verb::Create | Verb::Update | Verb::Patch => {
             let mut ctx = write_ctx(&rt, &version, &ns, status, &p, headers);
-            let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json");
+            let content_type = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("application/json");
             if content_type.contains("protobuf") || content_type.contains("cbor") {
                 return Err(ApiError::new(
                     415,
                     "UnsupportedMediaType",
-                    format!("the body of the request was in an unknown format ({content_type}) - accepted media types include: application/json, application/yaml"),
+                    format!(
+                        "the body of the request was in an unknown format ({content_type}) - accepted media types include: application/json, application/yaml"
+                    ),
                 ));
             }
             let result = match verb {
                 Verb::Create => {
-                    let body = parse_body(&body, content_type.contains("yaml")).map_err(ApiError::bad_request)?;
+                    let body = parse_body(&body, content_type.contains("yaml"))
+                        .map_err(ApiError::bad_request)?;
                     let mut inner = app.store.lock();
                     write::create(&mut inner, &mut ctx, body).map(|o| (o, true))
                 }
                 Verb::Update => {
-                    let body = parse_body(&body, content_type.contains("yaml")).map_err(ApiError::bad_request)?;
+                    let body = parse_body(&body, content_type.contains("yaml"))
+                        .map_err(ApiError::bad_request)?;
                     let mut inner = app.store.lock();
-                    write::update(&mut inner, &mut ctx, &name, UpdateOp::Replace(body)).map(|w| (w.object, w.created))
+                    write::update(&mut inner, &mut ctx, &name, UpdateOp::Replace(body))
+                        .map(|w| (w.object, w.created))
                 }
                 _ => {
                     let pt = PatchType::from_content_type(content_type)
                         .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
-                    let body = parse_body(&body, pt == PatchType::Apply).map_err(ApiError::bad_request)?;
+                    let body =
+                        parse_body(&body, pt == PatchType::Apply).map_err(ApiError::bad_request)?;
                     let op = if pt == PatchType::Apply {
                         if !p.contains_key("fieldManager") {
-                            return Err(ApiError::bad_request("PATCH, application/apply-patch+yaml requests must have a fieldManager query parameter"));
+                            return Err(ApiError::bad_request(
+                                "PATCH, application/apply-patch+yaml requests must have a fieldManager query parameter",
+                            ));
                         }
                         UpdateOp::Apply {
                             config: body,
@@ -335,7 +385,9 @@ async fn handle(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap,
                         }
                     } else {
                         if p.contains_key("force") {
-                            return Err(ApiError::bad_request("force may not be specified for non-apply patch"));
+                            return Err(ApiError::bad_request(
+                                "force may not be specified for non-apply patch",
+                            ));
                         }
                         UpdateOp::Patch(pt, body)
                     };
@@ -344,7 +396,11 @@ async fn handle(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap,
                 }
             };
             let (obj, created) = result?;
-            let code = if created { StatusCode::CREATED } else { StatusCode::OK };
+            let code = if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
             let mut resp = json_response(code, &read::shape_one(&obj, &rt, &version, shape));
             for w in &ctx.warnings {
                 if let Ok(v) = HeaderValue::from_str(&format!("299 - {}", json!(w))) {
@@ -369,13 +425,25 @@ async fn handle(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap,
                     &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
                 ));
             }
-            Ok(json_response(StatusCode::OK, &read::shape_one(&deleted.object, &rt, &version, shape)))
+            Ok(json_response(
+                StatusCode::OK,
+                &read::shape_one(&deleted.object, &rt, &version, shape),
+            ))
         }
         Verb::DeleteCollection => {
             let opts = delete_opts(&p, &body)?;
             let query = list_query(&p)?;
             let mut inner = app.store.lock();
-            let page = read::list(&inner, &rt, target.namespace.as_deref(), &ListQuery { limit: None, continue_token: None, ..query })?;
+            let page = read::list(
+                &inner,
+                &rt,
+                target.namespace.as_deref(),
+                &ListQuery {
+                    limit: None,
+                    continue_token: None,
+                    ..query
+                },
+            )?;
             let mut items = Vec::new();
             for obj in &page.items {
                 let n = super::meta::ObjExt::name(&**obj).to_string();
@@ -390,7 +458,10 @@ async fn handle(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap,
                 remaining: None,
             };
             drop(inner);
-            Ok(json_response(StatusCode::OK, &read::shape_list(&rt, &version, &page, Shape::Full)))
+            Ok(json_response(
+                StatusCode::OK,
+                &read::shape_list(&rt, &version, &page, Shape::Full),
+            ))
         }
     }
 }
@@ -403,68 +474,6 @@ fn subject<'a>(rt: &'a ResourceType, name: &'a str) -> super::error::Subject<'a>
     }
 }
 
-fn write_ctx(rt: &Arc<ResourceType>, version: &str, ns: &str, status: bool, p: &HashMap<String, String>, headers: &HeaderMap) -> WriteCtx {
-    let manager = p.get("fieldManager").cloned().unwrap_or_else(|| {
-        headers
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|ua| ua.split('/').next())
-            .filter(|s| !s.is_empty())
-            .unwrap_or("unknown")
-            .to_string()
-    });
-    let validation = match p.get("fieldValidation").map(String::as_str) {
-        Some("Strict") => FieldValidation::Strict,
-        Some("Ignore") => FieldValidation::Ignore,
-        _ => FieldValidation::Warn,
-    };
-    WriteCtx {
-        rt: Arc::clone(rt),
-        version: version.to_string(),
-        namespace: ns.to_string(),
-        status,
-        manager,
-        dry_run: p.get("dryRun").is_some_and(|d| d == "All"),
-        validation,
-        warnings: Vec::new(),
-    }
-}
-
-fn delete_opts(p: &HashMap<String, String>, body: &Bytes) -> Result<DeleteOpts, ApiError> {
-    let body: Value = if body.iter().all(u8::is_ascii_whitespace) {
-        json!({})
-    } else {
-        parse_body(body, false).map_err(ApiError::bad_request)?
-    };
-    let policy = body
-        .get("propagationPolicy")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .or_else(|| p.get("propagationPolicy").cloned());
-    let orphan = body.get("orphanDependents").and_then(Value::as_bool) == Some(true) || flag(p, "orphanDependents");
-    let cascade = match policy.as_deref() {
-        Some("Orphan") => Cascade::Orphan,
-        Some("Background" | "Foreground") => Cascade::Background,
-        None if orphan => Cascade::Orphan,
-        None => Cascade::Background,
-        Some(other) => return Err(ApiError::bad_request(format!("unknown propagationPolicy: {other}"))),
-    };
-    let dry_run = p.get("dryRun").is_some_and(|d| d == "All")
-        || body
-            .get("dryRun")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(|x| x == "All"));
-    Ok(DeleteOpts {
-        cascade,
-        uid: body.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_string),
-        resource_version: body
-            .pointer("/preconditions/resourceVersion")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        dry_run,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -472,12 +481,26 @@ mod tests {
     #[test]
     fn paths_parse() {
         let t = parse_path("/api/v1/namespaces/default/configmaps/a").expect("ok");
-        assert_eq!((t.namespace.as_deref(), t.resource.as_deref(), t.name.as_deref()), (Some("default"), Some("configmaps"), Some("a")));
+        assert_eq!(
+            (
+                t.namespace.as_deref(),
+                t.resource.as_deref(),
+                t.name.as_deref()
+            ),
+            (Some("default"), Some("configmaps"), Some("a"))
+        );
         let t = parse_path("/api/v1/namespaces/default").expect("ok");
-        assert_eq!((t.resource.as_deref(), t.name.as_deref()), (Some("namespaces"), Some("default")));
+        assert_eq!(
+            (t.resource.as_deref(), t.name.as_deref()),
+            (Some("namespaces"), Some("default"))
+        );
         let t = parse_path("/api/v1/namespaces/x/status").expect("ok");
-        assert_eq!((t.name.as_deref(), t.sub.as_deref()), (Some("x"), Some("status")));
-        let t = parse_path("/apis/flink.apache.org/v1beta1/namespaces/a/flinkdeployments/b/status").expect("ok");
+        assert_eq!(
+            (t.name.as_deref(), t.sub.as_deref()),
+            (Some("x"), Some("status"))
+        );
+        let t = parse_path("/apis/flink.apache.org/v1beta1/namespaces/a/flinkdeployments/b/status")
+            .expect("ok");
         assert_eq!(t.sub.as_deref(), Some("status"));
         let t = parse_path("/apis/g.io/v1").expect("ok");
         assert!(t.resource.is_none());

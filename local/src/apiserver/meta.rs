@@ -29,7 +29,14 @@ pub(crate) fn new_uid() -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 /// Five random characters for `generateName`, from the real server's alphabet.
@@ -59,8 +66,14 @@ pub(crate) fn validate_subdomain(name: &str) -> Result<(), String> {
     let ok_chars = name
         .bytes()
         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
-    let ends_ok = name.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
-        && name.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric());
+    let ends_ok = name
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphanumeric())
+        && name
+            .bytes()
+            .last()
+            .is_some_and(|b| b.is_ascii_alphanumeric());
     if name.is_empty() || name.len() > 253 || !ok_chars || !ends_ok {
         return Err(format!(
             "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
@@ -113,14 +126,22 @@ impl ObjExt for Value {
         self.meta()
             .and_then(|m| m.get("finalizers"))
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default()
     }
     fn deleting(&self) -> bool {
-        self.meta().is_some_and(|m| m.get("deletionTimestamp").is_some_and(|v| !v.is_null()))
+        self.meta()
+            .is_some_and(|m| m.get("deletionTimestamp").is_some_and(|v| !v.is_null()))
     }
     fn labels(&self) -> Option<&Map<String, Value>> {
-        self.meta().and_then(|m| m.get("labels")).and_then(Value::as_object)
+        self.meta()
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object)
     }
 }
 
@@ -130,7 +151,9 @@ pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
         *obj = Value::Object(Map::new());
     }
     let map = obj.as_object_mut().expect("just made an object");
-    let meta = map.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let meta = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
     if !meta.is_object() {
         *meta = Value::Object(Map::new());
     }
@@ -154,9 +177,8 @@ pub(crate) fn set_meta(obj: &mut Value, key: &str, value: Option<Value>) {
 pub(crate) fn parse_body(body: &[u8], yaml: bool) -> Result<Value, String> {
     match serde_json::from_slice::<Value>(body) {
         Ok(v) => Ok(v),
-        Err(json_err) if yaml => {
-            serde_yaml::from_slice::<Value>(body).map_err(|e| format!("error decoding YAML: {e} (as JSON: {json_err})"))
-        }
+        Err(json_err) if yaml => serde_yaml::from_slice::<Value>(body)
+            .map_err(|e| format!("error decoding YAML: {e} (as JSON: {json_err})")),
         Err(e) => Err(format!("error decoding JSON body: {e}")),
     }
 }

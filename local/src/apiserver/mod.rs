@@ -24,6 +24,7 @@ mod http;
 mod meta;
 mod normalize;
 mod openapi;
+mod params;
 mod patch;
 mod persistence;
 mod read;
@@ -110,7 +111,10 @@ impl LocalApiServer {
         let bind = format!("127.0.0.1:{}", options.port);
         let listener = tokio::net::TcpListener::bind(&bind)
             .await
-            .map_err(|source| Error::Bind { addr: bind.clone(), source })?;
+            .map_err(|source| Error::Bind {
+                addr: bind.clone(),
+                source,
+            })?;
         let addr = listener
             .local_addr()
             .map_err(|source| Error::Bind { addr: bind, source })?;
@@ -130,13 +134,21 @@ impl LocalApiServer {
             let shutdown = async move {
                 let _ = stop_rx.wait_for(|s| *s).await;
             };
-            if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(shutdown).await {
+            if let Err(e) = axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+            {
                 tracing::warn!(error = %e, "local API server stopped with an error");
             }
         });
         let saver = options.data_dir.clone().map(|dir| {
             let rx = stop.subscribe();
-            tokio::spawn(persistence::run_saver(store, dir, Duration::from_millis(200), rx))
+            tokio::spawn(persistence::run_saver(
+                store,
+                dir,
+                Duration::from_millis(200),
+                rx,
+            ))
         });
         let this = Self {
             app,
@@ -164,13 +176,17 @@ impl LocalApiServer {
 
     /// A `kube::Config` for this server (default namespace `default`).
     pub fn config(&self) -> kube::Config {
-        let uri = self.url().parse().expect("http://127.0.0.1:<port> is a valid URI");
+        let uri = self
+            .url()
+            .parse()
+            .expect("http://127.0.0.1:<port> is a valid URI");
         kube::Config::new(uri)
     }
 
     /// A `kube::Client` for this server: `kube::Client::try_from(self.config())`.
     pub fn client(&self) -> kube::Client {
-        kube::Client::try_from(self.config()).expect("a plain-HTTP kube::Config always yields a client")
+        kube::Client::try_from(self.config())
+            .expect("a plain-HTTP kube::Config always yields a client")
     }
 
     /// A kubeconfig (YAML) pointing at this server, for `kubectl --kubeconfig`.
@@ -196,18 +212,30 @@ impl LocalApiServer {
     /// returns. Returns the CRD names.
     pub fn apply_crd(&self, doc: &str) -> Result<Vec<String>> {
         let docs = parse_documents(doc)?;
-        if let Some(bad) = docs.iter().find(|d| d.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition")) {
-            return Err(Error::Parse(format!("not a CustomResourceDefinition: kind {}", bad.get("kind").unwrap_or(&Value::Null))));
+        if let Some(bad) = docs
+            .iter()
+            .find(|d| d.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition"))
+        {
+            return Err(Error::Parse(format!(
+                "not a CustomResourceDefinition: kind {}",
+                bad.get("kind").unwrap_or(&Value::Null)
+            )));
         }
         docs.into_iter()
-            .map(|d| self.apply_value(d).map(|o| meta::ObjExt::name(&o).to_string()))
+            .map(|d| {
+                self.apply_value(d)
+                    .map(|o| meta::ObjExt::name(&o).to_string())
+            })
             .collect()
     }
 
     /// Server-side applies (with force, field manager `bluegreen-local`) every object in a
     /// JSON or YAML document of any kind the server serves. Returns the stored objects.
     pub fn apply_yaml(&self, doc: &str) -> Result<Vec<Value>> {
-        parse_documents(doc)?.into_iter().map(|d| self.apply_value(d)).collect()
+        parse_documents(doc)?
+            .into_iter()
+            .map(|d| self.apply_value(d))
+            .collect()
     }
 
     /// Server-side applies one object given as any serializable value (for example
@@ -226,13 +254,18 @@ impl LocalApiServer {
             .get(&resources::GroupResource::new("", "namespaces"), "", name)
             .is_some();
         if !exists {
-            self.apply_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))?;
+            self.apply_value(
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+            )?;
         }
         Ok(())
     }
 
     fn apply_value(&self, obj: Value) -> Result<Value> {
-        let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+        let api_version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let mut inner = self.app.store.lock();
@@ -246,7 +279,10 @@ impl LocalApiServer {
             })?;
         let name = meta::ObjExt::name(&obj).to_string();
         let namespace = if rt.namespaced {
-            Some(meta::ObjExt::namespace(&obj)).filter(|n| !n.is_empty()).unwrap_or("default").to_string()
+            Some(meta::ObjExt::namespace(&obj))
+                .filter(|n| !n.is_empty())
+                .unwrap_or("default")
+                .to_string()
         } else {
             String::new()
         };
@@ -260,7 +296,16 @@ impl LocalApiServer {
             validation: FieldValidation::Warn,
             warnings: Vec::new(),
         };
-        let written = write::update(&mut inner, &mut ctx, &name, UpdateOp::Apply { config: obj, force: true }).map_err(|e| Error::Rejected {
+        let written = write::update(
+            &mut inner,
+            &mut ctx,
+            &name,
+            UpdateOp::Apply {
+                config: obj,
+                force: true,
+            },
+        )
+        .map_err(|e| Error::Rejected {
             code: e.code,
             reason: e.reason,
             message: e.message,
@@ -274,7 +319,10 @@ impl LocalApiServer {
         self.stop_serving();
         if let Some(server) = self.server.take() {
             let abort = server.abort_handle();
-            if tokio::time::timeout(Duration::from_secs(5), server).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(5), server)
+                .await
+                .is_err()
+            {
                 abort.abort();
             }
         }

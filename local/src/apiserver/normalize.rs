@@ -43,7 +43,12 @@ fn typed(gr: &GroupResource, obj: &mut Value) -> Result<(), String> {
 }
 
 /// Applies the kind's rules to `obj` (the proposed new state; `old` is the current one).
-pub(crate) fn normalize(inner: &Inner, ctx: &mut WriteCtx, old: Option<&Value>, obj: &mut Value) -> Result<(), ApiError> {
+pub(crate) fn normalize(
+    inner: &Inner,
+    ctx: &mut WriteCtx,
+    old: Option<&Value>,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
     let gr = ctx.gr();
     let kind = ctx.rt.kind.clone();
     if ctx.rt.builtin {
@@ -62,14 +67,20 @@ pub(crate) fn normalize(inner: &Inner, ctx: &mut WriteCtx, old: Option<&Value>, 
         return Ok(());
     }
     if let Some(meta) = obj.get_mut("metadata") {
-        roundtrip::<ObjectMeta>(meta).map_err(|e| ApiError::bad_request(format!("invalid metadata: {e}")))?;
+        roundtrip::<ObjectMeta>(meta)
+            .map_err(|e| ApiError::bad_request(format!("invalid metadata: {e}")))?;
     }
     let schema = ctx.rt.version(&ctx.version).and_then(|v| v.schema.clone());
     if let Some(schema) = schema {
         let name = obj.name().to_string();
         let report = prune_and_validate(obj, &schema);
         if !report.errors.is_empty() {
-            return Err(ApiError::invalid(&ctx.rt.group, &kind, &name, report.errors));
+            return Err(ApiError::invalid(
+                &ctx.rt.group,
+                &kind,
+                &name,
+                report.errors,
+            ));
         }
         match ctx.validation {
             FieldValidation::Strict if !report.unknown_fields.is_empty() => {
@@ -84,9 +95,12 @@ pub(crate) fn normalize(inner: &Inner, ctx: &mut WriteCtx, old: Option<&Value>, 
                     .collect();
                 return Err(ApiError::invalid(&ctx.rt.group, &kind, &name, causes));
             }
-            FieldValidation::Warn => ctx
-                .warnings
-                .extend(report.unknown_fields.iter().map(|f| format!("unknown field \"{f}\""))),
+            FieldValidation::Warn => ctx.warnings.extend(
+                report
+                    .unknown_fields
+                    .iter()
+                    .map(|f| format!("unknown field \"{f}\"")),
+            ),
             _ => {}
         }
     }
@@ -94,7 +108,9 @@ pub(crate) fn normalize(inner: &Inner, ctx: &mut WriteCtx, old: Option<&Value>, 
 }
 
 fn secret_string_data(obj: &mut Value) {
-    let Some(map) = obj.as_object_mut() else { return };
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
     if let Some(Value::Object(sd)) = map.remove("stringData") {
         let data = map.entry("data").or_insert_with(|| json!({}));
         if !data.is_object() {
@@ -122,18 +138,35 @@ fn namespace_defaults(obj: &mut Value) {
     obj["status"] = json!({"phase": if deleting { "Terminating" } else { "Active" }});
 }
 
-fn crd_rules(inner: &Inner, old: Option<&Value>, obj: &mut Value, status_write: bool) -> Result<(), ApiError> {
+fn crd_rules(
+    inner: &Inner,
+    old: Option<&Value>,
+    obj: &mut Value,
+    status_write: bool,
+) -> Result<(), ApiError> {
     let name = obj.name().to_string();
     let t = resource_type_from_crd(obj)?;
-    let invalid = |field: &str, msg: &str| ApiError::invalid_field(CRD_GROUP, "CustomResourceDefinition", &name, field, msg);
+    let invalid = |field: &str, msg: &str| {
+        ApiError::invalid_field(CRD_GROUP, "CustomResourceDefinition", &name, field, msg)
+    };
     if !t.group.contains('.') {
-        return Err(invalid("spec.group", "Invalid value: should be a domain with at least one dot"));
+        return Err(invalid(
+            "spec.group",
+            "Invalid value: should be a domain with at least one dot",
+        ));
     }
     if old.is_none() && inner.registry.get(&t.gr()).is_some() {
-        return Err(invalid("spec.names.plural", "Invalid value: the resource is already served"));
+        return Err(invalid(
+            "spec.names.plural",
+            "Invalid value: the resource is already served",
+        ));
     }
     if let Some(old) = old {
-        for (path, field) in [("/spec/group", "spec.group"), ("/spec/names/plural", "spec.names.plural"), ("/spec/scope", "spec.scope")] {
+        for (path, field) in [
+            ("/spec/group", "spec.group"),
+            ("/spec/names/plural", "spec.names.plural"),
+            ("/spec/scope", "spec.scope"),
+        ] {
             if old.pointer(path) != obj.pointer(path) {
                 return Err(invalid(field, "Invalid value: field is immutable"));
             }
@@ -146,7 +179,12 @@ fn crd_rules(inner: &Inner, old: Option<&Value>, obj: &mut Value, status_write: 
 }
 
 /// Keeps the registry in step with committed CRDs.
-pub(crate) fn after_commit(inner: &mut Inner, gr: &GroupResource, _old: Option<&Value>, new: Option<&Value>) {
+pub(crate) fn after_commit(
+    inner: &mut Inner,
+    gr: &GroupResource,
+    _old: Option<&Value>,
+    new: Option<&Value>,
+) {
     if gr.group != CRD_GROUP || gr.resource != "customresourcedefinitions" {
         return;
     }

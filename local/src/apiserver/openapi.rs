@@ -29,7 +29,10 @@ pub(crate) fn index(registry: &Registry) -> Value {
                 .map(|t| format!("{}{}", t.plural, t.versions.len()))
                 .collect::<Vec<_>>()
                 .join("-");
-            paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}));
+            paths.insert(
+                p.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}),
+            );
         }
     }
     json!({"paths": paths})

@@ -21,7 +21,9 @@ impl PatchType {
             "application/json-patch+json" => Some(Self::Json),
             "application/merge-patch+json" => Some(Self::Merge),
             "application/strategic-merge-patch+json" => Some(Self::Strategic),
-            "application/apply-patch+yaml" | "application/apply-patch+json" | "application/apply-patch+cbor" => Some(Self::Apply),
+            "application/apply-patch+yaml"
+            | "application/apply-patch+json"
+            | "application/apply-patch+cbor" => Some(Self::Apply),
             _ => None,
         }
     }
@@ -53,7 +55,9 @@ pub(crate) fn json_patch(doc: &Value, body: &Value) -> Result<Value, ApiError> {
 /// Applies an RFC 7386 merge patch.
 pub(crate) fn merge_patch(doc: &Value, body: &Value) -> Result<Value, ApiError> {
     if !body.is_object() {
-        return Err(ApiError::bad_request("merge patch body must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "merge patch body must be a JSON object",
+        ));
     }
     let mut out = doc.clone();
     json_patch::merge(&mut out, body);
@@ -83,7 +87,9 @@ fn list_strategy(path: &[&str]) -> ListStrategy {
 /// `$setElementOrder/<field>` and `$retainKeys` are accepted and ignored.
 pub(crate) fn strategic_merge_patch(doc: &Value, body: &Value) -> Result<Value, ApiError> {
     let Some(patch) = body.as_object() else {
-        return Err(ApiError::bad_request("strategic merge patch body must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "strategic merge patch body must be a JSON object",
+        ));
     };
     let mut out = doc.clone();
     if !out.is_object() {
@@ -107,7 +113,11 @@ fn strip_directives(v: &Value) -> Value {
     }
 }
 
-fn smp_map<'a>(doc: &mut Map<String, Value>, patch: &'a Map<String, Value>, path: &mut Vec<&'a str>) -> Result<(), ApiError> {
+fn smp_map<'a>(
+    doc: &mut Map<String, Value>,
+    patch: &'a Map<String, Value>,
+    path: &mut Vec<&'a str>,
+) -> Result<(), ApiError> {
     match patch.get("$patch").and_then(Value::as_str) {
         Some("replace") => {
             *doc = strip_directives(&Value::Object(patch.clone()))
@@ -121,7 +131,11 @@ fn smp_map<'a>(doc: &mut Map<String, Value>, patch: &'a Map<String, Value>, path
             return Ok(());
         }
         Some("merge") | None => {}
-        Some(other) => return Err(ApiError::bad_request(format!("unknown patch type: {other}"))),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "unknown patch type: {other}"
+            )));
+        }
     }
     for (k, v) in patch {
         if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/") {
@@ -161,8 +175,14 @@ fn smp_map<'a>(doc: &mut Map<String, Value>, patch: &'a Map<String, Value>, path
                         }
                         out
                     }
-                    (ListStrategy::MergeByKey(key), Some(Value::Array(cur))) => merge_by_key(cur, items, key),
-                    _ => items.iter().filter(|i| i.get("$patch").is_none()).map(strip_directives).collect(),
+                    (ListStrategy::MergeByKey(key), Some(Value::Array(cur))) => {
+                        merge_by_key(cur, items, key)
+                    }
+                    _ => items
+                        .iter()
+                        .filter(|i| i.get("$patch").is_none())
+                        .map(strip_directives)
+                        .collect(),
                 };
                 doc.insert(k.clone(), Value::Array(merged));
             }
@@ -209,7 +229,10 @@ mod tests {
         let doc = json!({"metadata": {"name": "a"}});
         let p = json!([{"op": "test", "path": "/metadata/finalizers", "value": null},
                        {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}]);
-        assert_eq!(json_patch(&doc, &p).expect("ok")["metadata"]["finalizers"], json!(["f"]));
+        assert_eq!(
+            json_patch(&doc, &p).expect("ok")["metadata"]["finalizers"],
+            json!(["f"])
+        );
         let bad = json!([{"op": "test", "path": "/metadata/name", "value": "b"}]);
         assert_eq!(json_patch(&doc, &bad).expect_err("test fails").code, 422);
     }
@@ -220,7 +243,10 @@ mod tests {
         let p = json!({"metadata": {"finalizers": ["b"], "labels": {"x": null}, "$setElementOrder/finalizers": ["a", "b"]},
                        "data": {"$patch": "replace", "n": "m"}, "list": [3]});
         let out = strategic_merge_patch(&doc, &p).expect("ok");
-        assert_eq!(out, json!({"metadata": {"finalizers": ["a", "b"], "labels": {"y": "2"}}, "data": {"n": "m"}, "list": [3]}));
+        assert_eq!(
+            out,
+            json!({"metadata": {"finalizers": ["a", "b"], "labels": {"y": "2"}}, "data": {"n": "m"}, "list": [3]})
+        );
         let del = json!({"$deleteFromPrimitiveList/finalizers": ["a"]});
         let meta = strategic_merge_patch(&out["metadata"], &del).expect("ok");
         assert_eq!(meta["finalizers"], json!(["b"]));

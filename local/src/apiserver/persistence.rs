@@ -30,9 +30,16 @@ pub(crate) fn load(store: &Store, dir: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(source) => return Err(Error::Persistence { path, source }),
     };
-    let doc: Value = serde_json::from_slice(&text).map_err(|source| Error::CorruptSnapshot { path: path.clone(), source })?;
+    let doc: Value = serde_json::from_slice(&text).map_err(|source| Error::CorruptSnapshot {
+        path: path.clone(),
+        source,
+    })?;
     let mut inner = store.lock();
-    let objects = doc.get("objects").and_then(Value::as_array).cloned().unwrap_or_default();
+    let objects = doc
+        .get("objects")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     for entry in &objects {
         let (Some(group), Some(resource), Some(obj)) = (
             entry.get("group").and_then(Value::as_str),
@@ -49,7 +56,10 @@ pub(crate) fn load(store: &Store, dir: &Path) -> Result<()> {
         let key = (obj.namespace().to_string(), obj.name().to_string());
         inner.restore(GroupResource::new(group, resource), key, obj.clone());
     }
-    let rv = doc.get("resourceVersion").and_then(Value::as_u64).unwrap_or(0);
+    let rv = doc
+        .get("resourceVersion")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     inner.restore_rv(rv);
     Ok(())
 }
@@ -67,14 +77,22 @@ pub(crate) fn save(store: &Store, dir: &Path) -> Result<u64> {
     let io = |path: PathBuf| move |source| Error::Persistence { path, source };
     std::fs::create_dir_all(dir).map_err(io(dir.to_path_buf()))?;
     let tmp = dir.join(format!("{FILE}.tmp"));
-    let bytes = serde_json::to_vec_pretty(&doc).map_err(|source| Error::CorruptSnapshot { path: tmp.clone(), source })?;
+    let bytes = serde_json::to_vec_pretty(&doc).map_err(|source| Error::CorruptSnapshot {
+        path: tmp.clone(),
+        source,
+    })?;
     std::fs::write(&tmp, bytes).map_err(io(tmp.clone()))?;
     std::fs::rename(&tmp, file(dir)).map_err(io(file(dir)))?;
     Ok(rv)
 }
 
 /// Saves whenever the resourceVersion moved, checking every `every`.
-pub(crate) async fn run_saver(store: Arc<Store>, dir: PathBuf, every: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
+pub(crate) async fn run_saver(
+    store: Arc<Store>,
+    dir: PathBuf,
+    every: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
     let mut saved = store.lock().rv;
     let mut tick = tokio::time::interval(every);
     loop {

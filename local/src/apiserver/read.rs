@@ -92,11 +92,17 @@ fn parse_rv(rv: &str) -> Result<u64, ApiError> {
 }
 
 /// Lists objects of `rt` (in `ns`, or all namespaces).
-pub(crate) fn list(inner: &Inner, rt: &ResourceType, ns: Option<&str>, q: &ListQuery) -> Result<ListPage, ApiError> {
+pub(crate) fn list(
+    inner: &Inner,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    q: &ListQuery,
+) -> Result<ListPage, ApiError> {
     let mut list_rv = inner.rv;
     let mut start_after: Option<ObjKey> = None;
     if let Some(token) = q.continue_token.as_deref().filter(|t| !t.is_empty()) {
-        let (rv, key) = decode_token(token).ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
+        let (rv, key) = decode_token(token)
+            .ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
         if inner.is_compacted(rv) {
             return Err(ApiError::expired(
                 "The provided continue parameter is too old to display a consistent list result. \
@@ -105,7 +111,11 @@ pub(crate) fn list(inner: &Inner, rt: &ResourceType, ns: Option<&str>, q: &ListQ
         }
         list_rv = rv;
         start_after = Some(key);
-    } else if let Some(rv) = q.resource_version.as_deref().filter(|r| !r.is_empty() && *r != "0") {
+    } else if let Some(rv) = q
+        .resource_version
+        .as_deref()
+        .filter(|r| !r.is_empty() && *r != "0")
+    {
         let n = parse_rv(rv)?;
         if n > inner.rv {
             return Err(ApiError::new(
@@ -115,7 +125,10 @@ pub(crate) fn list(inner: &Inner, rt: &ResourceType, ns: Option<&str>, q: &ListQ
             ));
         }
         if q.version_match.as_deref() == Some("Exact") && n != inner.rv {
-            return Err(ApiError::expired(format!("too old resource version: {n} ({})", inner.rv)));
+            return Err(ApiError::expired(format!(
+                "too old resource version: {n} ({})",
+                inner.rv
+            )));
         }
     }
     let limit = q.limit.filter(|l| *l > 0);
@@ -162,7 +175,12 @@ pub(crate) fn shape_one(obj: &Value, rt: &ResourceType, version: &str, shape: Sh
     match shape {
         Shape::Full => render(obj, rt, version),
         Shape::Metadata => partial(obj),
-        Shape::Table => table(rt, version, std::slice::from_ref(&Arc::new(obj.clone())), &json!({})),
+        Shape::Table => table(
+            rt,
+            version,
+            std::slice::from_ref(&Arc::new(obj.clone())),
+            &json!({}),
+        ),
     }
 }
 
@@ -219,10 +237,13 @@ fn cell(v: Option<&Value>) -> Value {
 
 /// A `meta.k8s.io/v1` Table (what `kubectl get` asks for).
 fn table(rt: &ResourceType, version: &str, items: &[Arc<Value>], meta: &Value) -> Value {
-    let col = |name: &str, ty: &str, format: &str, description: &str| {
-        json!({"name": name, "type": ty, "format": format, "description": description, "priority": 0})
-    };
-    let mut columns = vec![col("Name", "string", "name", "Name must be unique within a namespace.")];
+    let col = |name: &str, ty: &str, format: &str, description: &str| json!({"name": name, "type": ty, "format": format, "description": description, "priority": 0});
+    let mut columns = vec![col(
+        "Name",
+        "string",
+        "name",
+        "Name must be unique within a namespace.",
+    )];
     type Extract = Box<dyn Fn(&Value) -> Value>;
     let mut extract: Vec<Extract> = Vec::new();
     match (rt.group.as_str(), rt.plural.as_str()) {
@@ -233,8 +254,14 @@ fn table(rt: &ResourceType, version: &str, items: &[Arc<Value>], meta: &Value) -
             }
             columns.push(col("Data", "string", "", "Number of data entries"));
             extract.push(Box::new(|o| {
-                json!(o.get("data").and_then(Value::as_object).map_or(0, serde_json::Map::len)
-                    + o.get("binaryData").and_then(Value::as_object).map_or(0, serde_json::Map::len))
+                json!(
+                    o.get("data")
+                        .and_then(Value::as_object)
+                        .map_or(0, serde_json::Map::len)
+                        + o.get("binaryData")
+                            .and_then(Value::as_object)
+                            .map_or(0, serde_json::Map::len)
+                )
             }));
         }
         ("", "namespaces") => {
@@ -246,10 +273,26 @@ fn table(rt: &ResourceType, version: &str, items: &[Arc<Value>], meta: &Value) -
             extract.push(Box::new(|o| cell(o.pointer("/spec/holderIdentity"))));
         }
         _ => {
-            for pc in rt.version(version).map(|v| v.printer_columns.clone()).unwrap_or_default() {
-                let name = pc.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-                let ty = pc.get("type").and_then(Value::as_str).unwrap_or("string").to_string();
-                let path = pc.get("jsonPath").and_then(Value::as_str).unwrap_or("").to_string();
+            for pc in rt
+                .version(version)
+                .map(|v| v.printer_columns.clone())
+                .unwrap_or_default()
+            {
+                let name = pc
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let ty = pc
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("string")
+                    .to_string();
+                let path = pc
+                    .get("jsonPath")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 let is_date = ty == "date";
                 columns.push(col(&name, if is_date { "string" } else { &ty }, "", ""));
                 extract.push(Box::new(move |o| match json_path(o, &path) {
@@ -265,7 +308,9 @@ fn table(rt: &ResourceType, version: &str, items: &[Arc<Value>], meta: &Value) -
         .map(|o| {
             let mut cells = vec![json!(o.name())];
             cells.extend(extract.iter().map(|f| f(o)));
-            cells.push(json!(age(o.meta_str("creationTimestamp").unwrap_or_default())));
+            cells.push(json!(age(o
+                .meta_str("creationTimestamp")
+                .unwrap_or_default())));
             json!({"cells": cells, "object": partial(o)})
         })
         .collect();
@@ -285,9 +330,18 @@ mod tests {
 
     #[test]
     fn accept_headers() {
-        assert_eq!(Shape::from_accept("application/json;as=Table;v=v1;g=meta.k8s.io,application/json"), Shape::Table);
-        assert_eq!(Shape::from_accept("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"), Shape::Metadata);
+        assert_eq!(
+            Shape::from_accept("application/json;as=Table;v=v1;g=meta.k8s.io,application/json"),
+            Shape::Table
+        );
+        assert_eq!(
+            Shape::from_accept("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"),
+            Shape::Metadata
+        );
         assert_eq!(Shape::from_accept("application/json"), Shape::Full);
-        assert_eq!(Shape::from_accept("application/vnd.kubernetes.protobuf, application/json"), Shape::Full);
+        assert_eq!(
+            Shape::from_accept("application/vnd.kubernetes.protobuf, application/json"),
+            Shape::Full
+        );
     }
 }

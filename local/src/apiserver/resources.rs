@@ -73,18 +73,28 @@ impl ResourceType {
     }
 
     pub fn verbs(&self) -> Vec<&'static str> {
-        let mut v = vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+        let mut v = vec![
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ];
         if self.plural == "namespaces" && self.group.is_empty() {
             v.retain(|x| *x != "deletecollection");
         }
         v
     }
-
 }
 
 /// Sort key implementing Kubernetes version priority: GA > beta > alpha, higher numbers first,
 /// then other strings alphabetically.
-pub(crate) fn version_priority(v: &str) -> (u8, std::cmp::Reverse<u64>, std::cmp::Reverse<u64>, String) {
+pub(crate) fn version_priority(
+    v: &str,
+) -> (u8, std::cmp::Reverse<u64>, std::cmp::Reverse<u64>, String) {
     use std::cmp::Reverse;
     let parse = || -> Option<(u8, u64, u64)> {
         let rest = v.strip_prefix('v')?;
@@ -108,7 +118,15 @@ pub(crate) fn version_priority(v: &str) -> (u8, std::cmp::Reverse<u64>, std::cmp
     }
 }
 
-fn builtin(group: &str, version: &str, plural: &str, kind: &str, short: &[&str], namespaced: bool, status: bool) -> ResourceType {
+fn builtin(
+    group: &str,
+    version: &str,
+    plural: &str,
+    kind: &str,
+    short: &[&str],
+    namespaced: bool,
+    status: bool,
+) -> ResourceType {
     ResourceType {
         group: group.into(),
         versions: vec![VersionInfo {
@@ -143,8 +161,24 @@ impl Registry {
             builtin("", "v1", "secrets", "Secret", &[], true, false),
             builtin("", "v1", "events", "Event", &["ev"], true, false),
             builtin("", "v1", "namespaces", "Namespace", &["ns"], false, true),
-            builtin("events.k8s.io", "v1", "events", "Event", &["ev"], true, false),
-            builtin("coordination.k8s.io", "v1", "leases", "Lease", &[], true, false),
+            builtin(
+                "events.k8s.io",
+                "v1",
+                "events",
+                "Event",
+                &["ev"],
+                true,
+                false,
+            ),
+            builtin(
+                "coordination.k8s.io",
+                "v1",
+                "leases",
+                "Lease",
+                &[],
+                true,
+                false,
+            ),
             builtin(
                 "apiextensions.k8s.io",
                 "v1",

@@ -41,7 +41,9 @@ pub fn prune_and_validate(value: &mut Value, schema: &Value) -> SchemaReport {
 /// Returns `None` when the CRD has no such version or the version has no schema.
 pub fn validate_against_crd(crd: &Value, version: &str, obj: &Value) -> Option<SchemaReport> {
     let versions = crd.pointer("/spec/versions")?.as_array()?;
-    let v = versions.iter().find(|v| v.get("name").and_then(Value::as_str) == Some(version))?;
+    let v = versions
+        .iter()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(version))?;
     let schema = v.pointer("/schema/openAPIV3Schema")?;
     Some(validate_against_schema(obj, schema))
 }
@@ -56,7 +58,11 @@ fn child(path: &str, key: &str) -> String {
 
 fn short(v: &Value) -> String {
     let s = v.to_string();
-    if s.len() > 64 { format!("{}...", &s[..s.floor_char_boundary(60)]) } else { s }
+    if s.len() > 64 {
+        format!("{}...", &s[..s.floor_char_boundary(60)])
+    } else {
+        s
+    }
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -78,7 +84,11 @@ fn type_ok(expected: &str, v: &Value) -> bool {
         "string" => v.is_string(),
         "boolean" => v.is_boolean(),
         "number" => v.is_number(),
-        "integer" => v.as_i64().is_some() || v.as_u64().is_some() || v.as_f64().is_some_and(|f| f.fract() == 0.0),
+        "integer" => {
+            v.as_i64().is_some()
+                || v.as_u64().is_some()
+                || v.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
         _ => true,
     }
 }
@@ -95,7 +105,10 @@ fn err(report: &mut SchemaReport, reason: &str, path: &str, message: String) {
     });
 }
 
-#[allow(clippy::too_many_lines, reason = "one keyword after another, reads top to bottom")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one keyword after another, reads top to bottom"
+)]
 fn walk(value: &mut Value, schema: &Value, path: &str, root: bool, report: &mut SchemaReport) {
     if let Some(all) = schema.get("allOf").and_then(Value::as_array) {
         for s in all {
@@ -111,7 +124,10 @@ fn walk(value: &mut Value, schema: &Value, path: &str, root: bool, report: &mut 
                 report,
                 "FieldValueInvalid",
                 path,
-                format!("Invalid value: \"{t}\": {path} in body must be of type integer,string: \"{t}\"", t = type_name(value)),
+                format!(
+                    "Invalid value: \"{t}\": {path} in body must be of type integer,string: \"{t}\"",
+                    t = type_name(value)
+                ),
             );
         }
         return;
@@ -122,7 +138,10 @@ fn walk(value: &mut Value, schema: &Value, path: &str, root: bool, report: &mut 
                 report,
                 "FieldValueInvalid",
                 path,
-                format!("Invalid value: \"null\": {path} in body must be of type {}: \"null\"", schema["type"].as_str().unwrap_or("object")),
+                format!(
+                    "Invalid value: \"null\": {path} in body must be of type {}: \"null\"",
+                    schema["type"].as_str().unwrap_or("object")
+                ),
             );
         }
         return;
@@ -133,7 +152,10 @@ fn walk(value: &mut Value, schema: &Value, path: &str, root: bool, report: &mut 
                 report,
                 "FieldValueInvalid",
                 path,
-                format!("Invalid value: \"{got}\": {path} in body must be of type {t}: \"{got}\"", got = type_name(value)),
+                format!(
+                    "Invalid value: \"{got}\": {path} in body must be of type {t}: \"{got}\"",
+                    got = type_name(value)
+                ),
             );
             return;
         }
@@ -145,7 +167,11 @@ fn walk(value: &mut Value, schema: &Value, path: &str, root: bool, report: &mut 
                 report,
                 "FieldValueNotSupported",
                 path,
-                format!("Unsupported value: {}: supported values: {}", short(value), list.join(", ")),
+                format!(
+                    "Unsupported value: {}: supported values: {}",
+                    short(value),
+                    list.join(", ")
+                ),
             );
         }
     }
@@ -163,13 +189,24 @@ fn walk(value: &mut Value, schema: &Value, path: &str, root: bool, report: &mut 
     }
 }
 
-fn walk_object(map: &mut Map<String, Value>, schema: &Value, path: &str, root: bool, report: &mut SchemaReport) {
+fn walk_object(
+    map: &mut Map<String, Value>,
+    schema: &Value,
+    path: &str,
+    root: bool,
+    report: &mut SchemaReport,
+) {
     let embedded = flag(schema, "x-kubernetes-embedded-resource");
     let implicit = |k: &str| (root || embedded) && matches!(k, "apiVersion" | "kind" | "metadata");
     if let Some(req) = schema.get("required").and_then(Value::as_array) {
         for r in req.iter().filter_map(Value::as_str) {
             if map.get(r).is_none_or(Value::is_null) {
-                err(report, "FieldValueRequired", &child(path, r), "Required value".into());
+                err(
+                    report,
+                    "FieldValueRequired",
+                    &child(path, r),
+                    "Required value".into(),
+                );
             }
         }
     }
@@ -191,7 +228,10 @@ fn walk_object(map: &mut Map<String, Value>, schema: &Value, path: &str, root: b
         } else if let Some(a) = additional.filter(|a| a.is_object()) {
             walk(v, a, &p, false, report);
         } else if additional.and_then(Value::as_bool) == Some(true) || preserve {
-        } else if props.is_some() || additional.is_some() || schema.get("type").and_then(Value::as_str) == Some("object") {
+        } else if props.is_some()
+            || additional.is_some()
+            || schema.get("type").and_then(Value::as_str) == Some("object")
+        {
             report.unknown_fields.push(p);
             remove.push(k.clone());
         }
@@ -205,24 +245,54 @@ fn check_bounds(value: &Value, schema: &Value, path: &str, report: &mut SchemaRe
     let num = |k: &str| schema.get(k).and_then(Value::as_f64);
     if let Some(x) = value.as_f64() {
         if let Some(min) = num("minimum").filter(|m| x < *m) {
-            err(report, "FieldValueInvalid", path, format!("Invalid value: {x}: {path} in body should be greater than or equal to {min}"));
+            err(
+                report,
+                "FieldValueInvalid",
+                path,
+                format!(
+                    "Invalid value: {x}: {path} in body should be greater than or equal to {min}"
+                ),
+            );
         }
         if let Some(max) = num("maximum").filter(|m| x > *m) {
-            err(report, "FieldValueInvalid", path, format!("Invalid value: {x}: {path} in body should be less than or equal to {max}"));
+            err(
+                report,
+                "FieldValueInvalid",
+                path,
+                format!("Invalid value: {x}: {path} in body should be less than or equal to {max}"),
+            );
         }
     }
     let count = |k: &str| schema.get(k).and_then(Value::as_u64);
     let len = match value {
-        Value::String(s) => Some((s.chars().count() as u64, "minLength", "maxLength", "characters")),
+        Value::String(s) => Some((
+            s.chars().count() as u64,
+            "minLength",
+            "maxLength",
+            "characters",
+        )),
         Value::Array(a) => Some((a.len() as u64, "minItems", "maxItems", "items")),
         _ => None,
     };
     if let Some((n, lo, hi, unit)) = len {
         if let Some(min) = count(lo).filter(|m| n < *m) {
-            err(report, "FieldValueInvalid", path, format!("Invalid value: {}: {path} in body should have at least {min} {unit}", short(value)));
+            err(
+                report,
+                "FieldValueInvalid",
+                path,
+                format!(
+                    "Invalid value: {}: {path} in body should have at least {min} {unit}",
+                    short(value)
+                ),
+            );
         }
         if let Some(max) = count(hi).filter(|m| n > *m) {
-            err(report, "FieldValueTooLong", path, format!("Too long: {path} may not have more than {max} {unit}"));
+            err(
+                report,
+                "FieldValueTooLong",
+                path,
+                format!("Too long: {path} may not have more than {max} {unit}"),
+            );
         }
     }
 }
@@ -263,7 +333,17 @@ mod tests {
         let obj = json!({"spec": {"replicas": "two", "mode": "x", "conf": {"a": 1}, "args": [1], "port": 1.5}});
         let r = validate_against_schema(&obj, &schema());
         let fields: Vec<&str> = r.errors.iter().map(|c| c.field.as_str()).collect();
-        assert_eq!(fields, ["spec.image", "spec.args[0]", "spec.conf.a", "spec.mode", "spec.port", "spec.replicas"]);
+        assert_eq!(
+            fields,
+            [
+                "spec.image",
+                "spec.args[0]",
+                "spec.conf.a",
+                "spec.mode",
+                "spec.port",
+                "spec.replicas"
+            ]
+        );
         assert_eq!(r.errors[0].reason, "FieldValueRequired");
     }
 }

@@ -42,7 +42,8 @@ fn split_top(s: &str) -> Vec<&str> {
 fn valid_key(k: &str) -> bool {
     !k.is_empty()
         && k.len() <= 316
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
 }
 
 fn set_values(rest: &str, what: &str) -> Result<Vec<String>, ApiError> {
@@ -50,7 +51,11 @@ fn set_values(rest: &str, what: &str) -> Result<Vec<String>, ApiError> {
         .trim()
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| ApiError::bad_request(format!("unable to parse requirement: found '{rest}', expected: '(' after '{what}'")))?;
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "unable to parse requirement: found '{rest}', expected: '(' after '{what}'"
+            ))
+        })?;
     Ok(inner
         .split(',')
         .map(|v| v.trim().to_string())
@@ -61,8 +66,16 @@ fn set_values(rest: &str, what: &str) -> Result<Vec<String>, ApiError> {
 impl LabelSelector {
     pub fn parse(s: &str) -> Result<Self, ApiError> {
         let mut reqs = Vec::new();
-        for part in split_top(s).into_iter().map(str::trim).filter(|p| !p.is_empty()) {
-            let bad = || ApiError::bad_request(format!("unable to parse requirement: invalid label selector: \"{part}\""));
+        for part in split_top(s)
+            .into_iter()
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            let bad = || {
+                ApiError::bad_request(format!(
+                    "unable to parse requirement: invalid label selector: \"{part}\""
+                ))
+            };
             let req = if let Some(k) = part.strip_prefix('!') {
                 Req::NotExists(k.trim().to_string())
             } else if let Some((k, v)) = part.split_once("!=") {
@@ -79,7 +92,12 @@ impl LabelSelector {
                 Req::Exists(part.to_string())
             };
             let key = match &req {
-                Req::Eq(k, _) | Req::NotEq(k, _) | Req::In(k, _) | Req::NotIn(k, _) | Req::Exists(k) | Req::NotExists(k) => k,
+                Req::Eq(k, _)
+                | Req::NotEq(k, _)
+                | Req::In(k, _)
+                | Req::NotIn(k, _)
+                | Req::Exists(k)
+                | Req::NotExists(k) => k,
             };
             if !valid_key(key) {
                 return Err(bad());
@@ -88,7 +106,6 @@ impl LabelSelector {
         }
         Ok(Self(reqs))
     }
-
 
     pub fn matches(&self, obj: &Value) -> bool {
         let labels = obj.labels();
@@ -123,13 +140,14 @@ impl FieldSelector {
             } else if let Some((k, v)) = part.split_once('=') {
                 (k, true, v)
             } else {
-                return Err(ApiError::bad_request(format!("invalid selector: '{s}'; can't understand '{part}'")));
+                return Err(ApiError::bad_request(format!(
+                    "invalid selector: '{s}'; can't understand '{part}'"
+                )));
             };
             reqs.push((path.trim().to_string(), eq, value.trim().to_string()));
         }
         Ok(Self(reqs))
     }
-
 
     pub fn matches(&self, obj: &Value) -> bool {
         self.0.iter().all(|(path, eq, want)| {
@@ -173,7 +191,11 @@ mod tests {
             ("app=x,tier in (web),!gone", true),
             ("", true),
         ] {
-            assert_eq!(LabelSelector::parse(sel).expect(sel).matches(&o), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).expect(sel).matches(&o),
+                want,
+                "{sel}"
+            );
         }
         assert!(LabelSelector::parse("app in x").is_err());
     }
@@ -181,8 +203,16 @@ mod tests {
     #[test]
     fn field_selectors() {
         let o = obj(&json!({}));
-        assert!(FieldSelector::parse("metadata.name=a,metadata.namespace==ns").expect("ok").matches(&o));
-        assert!(!FieldSelector::parse("metadata.name!=a").expect("ok").matches(&o));
+        assert!(
+            FieldSelector::parse("metadata.name=a,metadata.namespace==ns")
+                .expect("ok")
+                .matches(&o)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.name!=a")
+                .expect("ok")
+                .matches(&o)
+        );
         assert!(FieldSelector::parse("bogus").is_err());
     }
 }

@@ -90,7 +90,13 @@ pub(crate) enum HistoryStart {
 impl Inner {
     /// Stores `obj` (or removes it when `kind` is `Deleted`) with a new resourceVersion and
     /// publishes the event. Returns the stored object.
-    pub fn commit(&mut self, gr: &GroupResource, key: ObjKey, mut obj: Value, kind: EventType) -> Arc<Value> {
+    pub fn commit(
+        &mut self,
+        gr: &GroupResource,
+        key: ObjKey,
+        mut obj: Value,
+        kind: EventType,
+    ) -> Arc<Value> {
         self.rv += 1;
         let rv = self.rv;
         set_meta(&mut obj, "resourceVersion", Some(json!(rv.to_string())));
@@ -128,7 +134,11 @@ impl Inner {
     }
 
     /// Objects of a kind, in key order, optionally restricted to one namespace.
-    pub fn iter<'a>(&'a self, gr: &GroupResource, ns: Option<&'a str>) -> impl Iterator<Item = (&'a ObjKey, &'a Arc<Value>)> + 'a {
+    pub fn iter<'a>(
+        &'a self,
+        gr: &GroupResource,
+        ns: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a ObjKey, &'a Arc<Value>)> + 'a {
         self.objects
             .get(gr)
             .into_iter()
@@ -178,7 +188,10 @@ impl Inner {
 
     /// Inserts an object as-is, without an event (persistence restore).
     pub fn restore(&mut self, gr: GroupResource, key: ObjKey, obj: Value) {
-        self.objects.entry(gr).or_default().insert(key, Arc::new(obj));
+        self.objects
+            .entry(gr)
+            .or_default()
+            .insert(key, Arc::new(obj));
     }
 
     /// Sets the resourceVersion counter and history floor after a restore.
@@ -212,6 +225,8 @@ impl Store {
     /// Locks the state. A panic while holding the lock cannot leave a half-written object
     /// (all mutations are a single `commit`), so a poisoned lock is recovered.
     pub fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

@@ -31,7 +31,10 @@ pub(crate) struct WatchRequest {
 impl WatchRequest {
     fn in_scope(&self, obj: &Value) -> bool {
         use super::meta::ObjExt;
-        self.namespace.as_deref().is_none_or(|ns| obj.namespace() == ns) && self.query.matches(obj)
+        self.namespace
+            .as_deref()
+            .is_none_or(|ns| obj.namespace() == ns)
+            && self.query.matches(obj)
     }
 
     /// The event this watcher sees for a record (selector transitions turn MODIFIED into
@@ -56,7 +59,8 @@ impl WatchRequest {
     }
 
     fn encode(&self, kind: EventType, rec: &WatchRecord) -> Bytes {
-        if kind == rec.kind && self.shape == Shape::Full && self.version == self.rt.storage_version {
+        if kind == rec.kind && self.shape == Shape::Full && self.version == self.rt.storage_version
+        {
             rec.encoded()
         } else {
             self.encode_object(kind, &rec.object)
@@ -91,7 +95,11 @@ fn parse_rv(rv: &str) -> Result<u64, ApiError> {
 }
 
 /// Starts a watch and returns the streaming response.
-pub(crate) fn start(store: &Store, req: WatchRequest, close: watch::Receiver<u64>) -> Result<Response, ApiError> {
+pub(crate) fn start(
+    store: &Store,
+    req: WatchRequest,
+    close: watch::Receiver<u64>,
+) -> Result<Response, ApiError> {
     let rv_param = req.query.resource_version.clone().unwrap_or_default();
     let from_state = rv_param.is_empty() || rv_param == "0" || req.send_initial_events;
     if req.send_initial_events && !req.bookmarks {
@@ -121,7 +129,9 @@ pub(crate) fn start(store: &Store, req: WatchRequest, close: watch::Receiver<u64
         } else {
             match inner.history_since(&req.rt.gr(), requested) {
                 HistoryStart::TooOld { oldest } => {
-                    let err = ApiError::expired(format!("too old resource version: {requested} ({oldest})"));
+                    let err = ApiError::expired(format!(
+                        "too old resource version: {requested} ({oldest})"
+                    ));
                     initial.push(error_event(&err));
                     return Ok(stream_response(initial, None));
                 }
@@ -151,8 +161,10 @@ fn stream_response(lines: Vec<Bytes>, rx: Option<mpsc::Receiver<Bytes>>) -> Resp
     let body = Body::from_stream(futures::StreamExt::chain(head, tail));
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::OK;
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 

@@ -8,7 +8,10 @@ use super::apply::{ApplyRequest, apply};
 use super::delete;
 use super::error::{ApiError, Cause, Subject};
 use super::fields::{Scope, record_update};
-use super::meta::{ObjExt, meta_mut, new_uid, now_rfc3339, random_suffix, set_meta, validate_label, validate_subdomain};
+use super::meta::{
+    ObjExt, meta_mut, new_uid, now_rfc3339, random_suffix, set_meta, validate_label,
+    validate_subdomain,
+};
 use super::normalize;
 use super::patch::{PatchType, json_patch, merge_patch, strategic_merge_patch};
 use super::resources::{GroupResource, ResourceType};
@@ -83,7 +86,9 @@ pub(crate) struct Written {
 /// Checks `apiVersion`/`kind` of a body (filling them in when absent) and sets the storage version.
 fn type_meta(ctx: &WriteCtx, obj: &mut Value, required: bool) -> Result<(), ApiError> {
     let Some(map) = obj.as_object_mut() else {
-        return Err(ApiError::bad_request("the request body must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
     };
     let want_av = ctx.api_version();
     match map.get("kind").and_then(Value::as_str) {
@@ -106,7 +111,10 @@ fn type_meta(ctx: &WriteCtx, obj: &mut Value, required: bool) -> Result<(), ApiE
         _ => {}
     }
     map.insert("kind".into(), json!(ctx.rt.kind));
-    map.insert("apiVersion".into(), json!(ctx.rt.api_version(&ctx.rt.storage_version)));
+    map.insert(
+        "apiVersion".into(),
+        json!(ctx.rt.api_version(&ctx.rt.storage_version)),
+    );
     Ok(())
 }
 
@@ -137,16 +145,27 @@ const SERVER_META: [&str; 7] = [
 ];
 
 /// POST: creates an object.
-pub(crate) fn create(inner: &mut Inner, ctx: &mut WriteCtx, body: Value) -> Result<Arc<Value>, ApiError> {
+pub(crate) fn create(
+    inner: &mut Inner,
+    ctx: &mut WriteCtx,
+    body: Value,
+) -> Result<Arc<Value>, ApiError> {
     create_with(inner, ctx, body, None)
 }
 
-fn create_with(inner: &mut Inner, ctx: &mut WriteCtx, mut obj: Value, applied: Option<Value>) -> Result<Arc<Value>, ApiError> {
+fn create_with(
+    inner: &mut Inner,
+    ctx: &mut WriteCtx,
+    mut obj: Value,
+    applied: Option<Value>,
+) -> Result<Arc<Value>, ApiError> {
     type_meta(ctx, &mut obj, false)?;
     namespace_meta(ctx, &mut obj)?;
     let rv = obj.meta_str("resourceVersion").unwrap_or_default();
     if !rv.is_empty() {
-        return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+        return Err(ApiError::bad_request(
+            "resourceVersion should not be set on objects to be created",
+        ));
     }
     let mut name = obj.name().to_string();
     if name.is_empty() {
@@ -171,9 +190,19 @@ fn create_with(inner: &mut Inner, ctx: &mut WriteCtx, mut obj: Value, applied: O
         }
         set_meta(&mut obj, "name", Some(json!(name)));
     }
-    let check = if ctx.rt.builtin && ctx.rt.plural == "namespaces" { validate_label(&name) } else { validate_subdomain(&name) };
+    let check = if ctx.rt.builtin && ctx.rt.plural == "namespaces" {
+        validate_label(&name)
+    } else {
+        validate_subdomain(&name)
+    };
     if let Err(msg) = check {
-        return Err(ApiError::invalid_field(&ctx.rt.group, &ctx.rt.kind, &name, "metadata.name", &msg));
+        return Err(ApiError::invalid_field(
+            &ctx.rt.group,
+            &ctx.rt.kind,
+            &name,
+            "metadata.name",
+            &msg,
+        ));
     }
     if ctx.rt.namespaced {
         if let Some(ns) = inner.get(&GroupResource::new("", "namespaces"), "", &ctx.namespace) {
@@ -205,7 +234,13 @@ fn create_with(inner: &mut Inner, ctx: &mut WriteCtx, mut obj: Value, applied: O
     normalize::normalize(inner, ctx, None, &mut obj)?;
     match applied {
         Some(managed) => set_meta(&mut obj, "managedFields", Some(managed)),
-        None => record_update(None, &mut obj, &ctx.manager, &ctx.api_version(), ctx.scope()),
+        None => record_update(
+            None,
+            &mut obj,
+            &ctx.manager,
+            &ctx.api_version(),
+            ctx.scope(),
+        ),
     }
     if ctx.dry_run {
         return Ok(Arc::new(obj));
@@ -216,16 +251,27 @@ fn create_with(inner: &mut Inner, ctx: &mut WriteCtx, mut obj: Value, applied: O
 }
 
 /// PUT, PATCH or apply on an existing object (apply creates it when missing).
-pub(crate) fn update(inner: &mut Inner, ctx: &mut WriteCtx, name: &str, op: UpdateOp) -> Result<Written, ApiError> {
+pub(crate) fn update(
+    inner: &mut Inner,
+    ctx: &mut WriteCtx,
+    name: &str,
+    op: UpdateOp,
+) -> Result<Written, ApiError> {
     let Some(old) = inner.get(&ctx.gr(), &ctx.namespace, name) else {
         return match op {
             UpdateOp::Apply { config, .. } if !ctx.status => {
                 let managed = apply_config(ctx, name, None, &config, false)?;
-                let managed_fields = managed.pointer("/metadata/managedFields").cloned().unwrap_or(Value::Null);
+                let managed_fields = managed
+                    .pointer("/metadata/managedFields")
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 let mut body = managed;
                 set_meta(&mut body, "managedFields", None);
                 let object = create_with(inner, ctx, body, Some(managed_fields))?;
-                Ok(Written { object, created: true })
+                Ok(Written {
+                    object,
+                    created: true,
+                })
             }
             _ => Err(ApiError::not_found(ctx.subject(name))),
         };
@@ -250,15 +296,26 @@ pub(crate) fn update(inner: &mut Inner, ctx: &mut WriteCtx, name: &str, op: Upda
         UpdateOp::Patch(PatchType::Merge, body) => (merge_patch(&current, &body)?, true),
         UpdateOp::Patch(PatchType::Strategic, body) => {
             if !ctx.rt.builtin {
-                return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
+                return Err(ApiError::unsupported_media_type(
+                    "application/strategic-merge-patch+json",
+                ));
             }
             (strategic_merge_patch(&current, &body)?, true)
         }
-        UpdateOp::Patch(PatchType::Apply, config) => (apply_config(ctx, name, Some(&current), &config, false)?, false),
-        UpdateOp::Apply { config, force } => (apply_config(ctx, name, Some(&current), &config, force)?, false),
+        UpdateOp::Patch(PatchType::Apply, config) => (
+            apply_config(ctx, name, Some(&current), &config, false)?,
+            false,
+        ),
+        UpdateOp::Apply { config, force } => (
+            apply_config(ctx, name, Some(&current), &config, force)?,
+            false,
+        ),
     };
     let Some(new) = prepare_update(inner, ctx, &old, new, track)? else {
-        return Ok(Written { object: old, created: false });
+        return Ok(Written {
+            object: old,
+            created: false,
+        });
     };
     if ctx.dry_run {
         return Ok(Written {
@@ -270,14 +327,26 @@ pub(crate) fn update(inner: &mut Inner, ctx: &mut WriteCtx, name: &str, op: Upda
     let gr = ctx.gr();
     if new.deleting() && new.finalizers().is_empty() {
         let object = delete::remove_as(inner, &gr, &key, new, delete::Cascade::Background);
-        return Ok(Written { object, created: false });
+        return Ok(Written {
+            object,
+            created: false,
+        });
     }
     let stored = inner.commit(&gr, key, new, EventType::Modified);
     normalize::after_commit(inner, &gr, Some(&old), Some(&stored));
-    Ok(Written { object: stored, created: false })
+    Ok(Written {
+        object: stored,
+        created: false,
+    })
 }
 
-fn apply_config(ctx: &WriteCtx, name: &str, live: Option<&Value>, config: &Value, force: bool) -> Result<Value, ApiError> {
+fn apply_config(
+    ctx: &WriteCtx,
+    name: &str,
+    live: Option<&Value>,
+    config: &Value,
+    force: bool,
+) -> Result<Value, ApiError> {
     let mut cfg = config.clone();
     type_meta(ctx, &mut cfg, true)?;
     namespace_meta(ctx, &mut cfg)?;
@@ -285,7 +354,9 @@ fn apply_config(ctx: &WriteCtx, name: &str, live: Option<&Value>, config: &Value
     if body_name.is_empty() {
         set_meta(&mut cfg, "name", Some(json!(name)));
     } else if body_name != name {
-        return Err(ApiError::bad_request("the name of the object does not match the name on the URL"));
+        return Err(ApiError::bad_request(
+            "the name of the object does not match the name on the URL",
+        ));
     }
     let api_version = ctx.api_version();
     let req = ApplyRequest {
@@ -298,14 +369,24 @@ fn apply_config(ctx: &WriteCtx, name: &str, live: Option<&Value>, config: &Value
     if let Some(rv) = cfg.meta_str("resourceVersion") {
         set_meta(&mut out, "resourceVersion", Some(json!(rv)));
     } else if let Some(live) = live {
-        set_meta(&mut out, "resourceVersion", live.pointer("/metadata/resourceVersion").cloned());
+        set_meta(
+            &mut out,
+            "resourceVersion",
+            live.pointer("/metadata/resourceVersion").cloned(),
+        );
     }
     Ok(out)
 }
 
 /// Applies the server's rules to the proposed new state of an existing object.
 /// Returns `None` when nothing but bookkeeping would change (no new resourceVersion then).
-fn prepare_update(inner: &Inner, ctx: &mut WriteCtx, old: &Value, mut new: Value, track: bool) -> Result<Option<Value>, ApiError> {
+fn prepare_update(
+    inner: &Inner,
+    ctx: &mut WriteCtx,
+    old: &Value,
+    mut new: Value,
+    track: bool,
+) -> Result<Option<Value>, ApiError> {
     let name = old.name().to_string();
     type_meta(ctx, &mut new, false)?;
     namespace_meta(ctx, &mut new)?;
@@ -317,7 +398,10 @@ fn prepare_update(inner: &Inner, ctx: &mut WriteCtx, old: &Value, mut new: Value
         }
         _ => set_meta(&mut new, "name", Some(json!(name))),
     }
-    let old_rv = old.meta_str("resourceVersion").unwrap_or_default().to_string();
+    let old_rv = old
+        .meta_str("resourceVersion")
+        .unwrap_or_default()
+        .to_string();
     if let Some(rv) = new.meta_str("resourceVersion").filter(|r| !r.is_empty()) {
         if rv != old_rv {
             return Err(ApiError::stale(ctx.subject(&name)));
@@ -342,14 +426,20 @@ fn prepare_update(inner: &Inner, ctx: &mut WriteCtx, old: &Value, mut new: Value
             set_meta(&mut new, "managedFields", managed);
         }
     } else if ctx.rt.has_status() {
-        let map = new.as_object_mut().expect("type_meta checked it is an object");
+        let map = new
+            .as_object_mut()
+            .expect("type_meta checked it is an object");
         match old.get("status") {
             Some(s) => map.insert("status".into(), s.clone()),
             None => map.remove("status"),
         };
     }
     {
-        let old_meta = old.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
+        let old_meta = old
+            .get("metadata")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         let meta = meta_mut(&mut new);
         for k in SERVER_META {
             if k == "managedFields" && !track {
@@ -376,7 +466,10 @@ fn prepare_update(inner: &Inner, ctx: &mut WriteCtx, old: &Value, mut new: Value
         }
     }
     if spec_changed(old, &new, ctx.rt.has_status()) {
-        let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        let g = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
         set_meta(&mut new, "generation", Some(json!(g + 1)));
     }
     if track {
@@ -384,9 +477,21 @@ fn prepare_update(inner: &Inner, ctx: &mut WriteCtx, old: &Value, mut new: Value
             Some(managed) => {
                 let mut base = old.clone();
                 set_meta(&mut base, "managedFields", Some(managed));
-                record_update(Some(&base), &mut new, &ctx.manager, &ctx.api_version(), ctx.scope());
+                record_update(
+                    Some(&base),
+                    &mut new,
+                    &ctx.manager,
+                    &ctx.api_version(),
+                    ctx.scope(),
+                );
             }
-            None => record_update(Some(old), &mut new, &ctx.manager, &ctx.api_version(), ctx.scope()),
+            None => record_update(
+                Some(old),
+                &mut new,
+                &ctx.manager,
+                &ctx.api_version(),
+                ctx.scope(),
+            ),
         }
     }
     if new == *old {
@@ -397,7 +502,9 @@ fn prepare_update(inner: &Inner, ctx: &mut WriteCtx, old: &Value, mut new: Value
 
 /// Whether anything outside `metadata` (and `status`, for kinds with a status subresource) changed.
 fn spec_changed(old: &Value, new: &Value, has_status: bool) -> bool {
-    let skip = |k: &str| k == "metadata" || k == "apiVersion" || k == "kind" || (has_status && k == "status");
+    let skip = |k: &str| {
+        k == "metadata" || k == "apiVersion" || k == "kind" || (has_status && k == "status")
+    };
     let keys = |v: &Value| -> Vec<String> {
         v.as_object()
             .map(|m| m.keys().filter(|k| !skip(k)).cloned().collect())
