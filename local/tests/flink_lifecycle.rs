@@ -252,12 +252,13 @@ async fn failed_and_delayed_savepoints_and_a_retried_suspend() {
         json!({"job": {"state": "suspended"}}),
     )
     .await;
-    // Between the failure and the retry (500 ms later) the status shows both.
+    // Until the retry (1 simulated second later) the status shows both.
     wait_status(&env.client, "orders", |s| {
         s["error"].as_str().is_some_and(|e| e.contains("savepoint"))
             && (lifecycle(s), job_state(s)) == ("STABLE", "RUNNING")
     })
     .await;
+    env.flink.clock().advance(1000);
     wait_status(&env.client, "orders", |s| lifecycle(s) == "SUSPENDED").await;
     assert!(status(&env.client, "orders").await["error"].is_null());
 }

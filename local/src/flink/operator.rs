@@ -35,6 +35,9 @@ use super::snapshot::{Snapshot, SnapshotStore};
 use super::status::{JmStatus, Lifecycle, StatusModel};
 use crate::ledger::{Ledger, SinkMode};
 
+/// How long after a failed reconciliation the operator tries again (simulated ms).
+const RETRY_MS: i64 = 1000;
+
 /// How long the operator waits (wall clock) for a savepoint during an upgrade or suspend.
 const SAVEPOINT_WAIT: Duration = Duration::from_mins(1);
 
@@ -390,7 +393,8 @@ struct Actor {
     status: StatusModel,
     written: Option<Value>,
     /// Retry a spec that could not be reconciled (wall clock).
-    retry: Option<(Box<DynamicObject>, tokio::time::Instant)>,
+    /// Retry a spec that could not be reconciled at this simulation time.
+    retry: Option<(Box<DynamicObject>, i64)>,
 }
 
 fn job_field<'a>(spec: &'a Value, field: &str) -> Option<&'a Value> {
@@ -478,7 +482,7 @@ impl Actor {
             let retry_at = self.retry.as_ref().map(|(_, at)| *at);
             let retry = async {
                 match retry_at {
-                    Some(at) => tokio::time::sleep_until(at).await,
+                    Some(at) => clock.sleep_until(at).await,
                     None => std::future::pending().await,
                 }
             };
@@ -508,7 +512,8 @@ impl Actor {
 
     /// The next start-up deadline, as [`LocalFlink::settle`] needs it.
     fn next_deadline(&self) -> Option<i64> {
-        match &self.phase {
+        let retry = self.retry.as_ref().map(|(_, at)| *at);
+        let startup = match &self.phase {
             Phase::Deploying {
                 not_ready_at,
                 ready_at,
@@ -519,7 +524,8 @@ impl Actor {
                 *ready_at
             }),
             _ => None,
-        }
+        };
+        [retry, startup].into_iter().flatten().min()
     }
 
     fn publish_deadline(&self) {
@@ -590,10 +596,8 @@ impl Actor {
                         Lifecycle::Failed
                     };
                 }
-                self.retry = Some((
-                    obj,
-                    tokio::time::Instant::now() + Duration::from_millis(500),
-                ));
+                let at = self.clock().now_ms().saturating_add(RETRY_MS);
+                self.retry = Some((obj, at));
             }
         }
     }
