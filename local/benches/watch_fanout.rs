@@ -4,7 +4,12 @@
 //!
 //! `cargo bench -p bluegreen-local --bench watch_fanout` (a plain binary, `harness = false`;
 //! without `--bench`, e.g. under `cargo test --benches`, it runs a tiny smoke version).
-#![allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "benchmark arithmetic on small counts")]
+#![allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "benchmark arithmetic on small counts"
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,21 +38,38 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// Starts `n` watchers from `rv`; each reports `(seq, receive time)` for every MODIFIED event.
-async fn start_watchers(client: &Client, n: usize, rv: &str, epoch: Instant) -> mpsc::UnboundedReceiver<(u64, Duration)> {
+async fn start_watchers(
+    client: &Client,
+    n: usize,
+    rv: &str,
+    epoch: Instant,
+) -> mpsc::UnboundedReceiver<(u64, Duration)> {
     let (tx, rx) = mpsc::unbounded_channel();
     let ready = Arc::new(AtomicU64::new(0));
     for _ in 0..n {
         // One client per watcher: separate connections, like separate processes.
-        let api: Api<ConfigMap> = Api::namespaced(Client::try_from(client_config(client)).expect("client"), "default");
+        let api: Api<ConfigMap> = Api::namespaced(
+            Client::try_from(client_config(client)).expect("client"),
+            "default",
+        );
         let tx = tx.clone();
         let rv = rv.to_string();
         let ready = Arc::clone(&ready);
         tokio::spawn(async move {
-            let mut stream = api.watch(&WatchParams::default().fields("metadata.name=hot"), &rv).await.expect("watch").boxed();
+            let mut stream = api
+                .watch(&WatchParams::default().fields("metadata.name=hot"), &rv)
+                .await
+                .expect("watch")
+                .boxed();
             ready.fetch_add(1, Ordering::SeqCst);
             while let Some(ev) = stream.next().await {
                 if let Ok(WatchEvent::Modified(cm)) = ev {
-                    let seq = cm.data.as_ref().and_then(|d| d.get("seq")).and_then(|s| s.parse().ok()).unwrap_or(0);
+                    let seq = cm
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("seq"))
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0);
                     if tx.send((seq, epoch.elapsed())).is_err() {
                         return;
                     }
@@ -68,9 +90,13 @@ fn client_config(_c: &Client) -> kube::Config {
 }
 
 async fn patch(api: &Api<ConfigMap>, seq: u64) {
-    api.patch("hot", &PatchParams::default(), &Patch::Merge(json!({"data": {"seq": seq.to_string()}})))
-        .await
-        .expect("patch");
+    api.patch(
+        "hot",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"seq": seq.to_string()}})),
+    )
+    .await
+    .expect("patch");
 }
 
 /// Patches as fast as one writer can for `d`; returns patches per second.
@@ -86,18 +112,30 @@ async fn sustained(api: &Api<ConfigMap>, first_seq: u64, d: Duration) -> (u64, f
 }
 
 async fn run(sizes: Sizes) {
-    let server = LocalApiServer::start(Options::default()).await.expect("server");
+    let server = LocalApiServer::start(Options::default())
+        .await
+        .expect("server");
     CONFIG_URL.set(server.url()).expect("once");
     let client = server.client();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "hot"}, "data": {"seq": "0"}})).expect("cm");
-    let created = api.create(&PostParams::default(), &cm).await.expect("create");
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "hot"}, "data": {"seq": "0"}}))
+            .expect("cm");
+    let created = api
+        .create(&PostParams::default(), &cm)
+        .await
+        .expect("create");
     let epoch = Instant::now();
 
     // Baseline: sustained patch rate with no watchers.
     let (mut seq, rate_alone) = sustained(&api, 1, sizes.sustained).await;
 
-    let rv = api.get("hot").await.expect("get").resource_version().unwrap_or_else(|| created.resource_version().expect("rv"));
+    let rv = api
+        .get("hot")
+        .await
+        .expect("get")
+        .resource_version()
+        .unwrap_or_else(|| created.resource_version().expect("rv"));
     let mut rx = start_watchers(&client, sizes.watchers, &rv, epoch).await;
 
     // Fan-out latency: one patch at a time, wait until every watcher has it.
@@ -109,7 +147,10 @@ async fn run(sizes: Sizes) {
         let mut got = 0;
         let mut slowest = Duration::ZERO;
         while got < sizes.watchers {
-            let (s, at) = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.expect("delivery in time").expect("watchers alive");
+            let (s, at) = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+                .await
+                .expect("delivery in time")
+                .expect("watchers alive");
             if s == seq {
                 got += 1;
                 let lat = at.saturating_sub(sent);
@@ -136,7 +177,10 @@ async fn run(sizes: Sizes) {
     let delivered = drain.await.expect("drain");
     let expected = (end - first) * sizes.watchers as u64;
 
-    println!("watch fan-out, local API server, {} watchers (kube::Api::watch, one connection each)", sizes.watchers);
+    println!(
+        "watch fan-out, local API server, {} watchers (kube::Api::watch, one connection each)",
+        sizes.watchers
+    );
     println!(
         "  one patch -> all watchers, {} patches: per-watcher delivery latency p50 {:.0} us, p99 {:.0} us; \
          last watcher p50 {:.0} us, p99 {:.0} us",
@@ -177,6 +221,10 @@ fn main() {
             sustained: Duration::from_millis(200),
         }
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(run(sizes));
 }

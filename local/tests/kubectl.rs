@@ -37,12 +37,21 @@ async fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<String>) -> Str
             .spawn()
             .expect("spawn kubectl");
         if let Some(input) = stdin {
-            child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(input.as_bytes())
+                .expect("write stdin");
         }
         drop(child.stdin.take());
         let out = child.wait_with_output().expect("kubectl output");
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(out.status.success(), "kubectl {args:?} failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}\n{stdout}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         stdout
     })
     .await
@@ -50,7 +59,9 @@ async fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<String>) -> Str
 }
 
 async fn start() -> (LocalApiServer, tempfile::TempDir, PathBuf) {
-    let server = LocalApiServer::start(Options::default()).await.expect("server");
+    let server = LocalApiServer::start(Options::default())
+        .await
+        .expect("server");
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(&kubeconfig, server.kubeconfig_yaml()).expect("kubeconfig");
@@ -89,35 +100,93 @@ spec:
 async fn kubectl_get_apply_delete() {
     let (server, _dir, kc) = start().await;
     let client = server.client();
-    assert!(kubectl(&kc, &["get", "namespaces"], None).await.contains("default"));
+    assert!(
+        kubectl(&kc, &["get", "namespaces"], None)
+            .await
+            .contains("default")
+    );
     kubectl(&kc, &["get", "configmaps"], None).await;
 
-    let cm = |v: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  key: \"{v}\"\n");
-    assert!(kubectl(&kc, &["apply", "-f", "-"], Some(cm("1"))).await.contains("configmap/demo created"));
-    assert!(kubectl(&kc, &["apply", "-f", "-"], Some(cm("2"))).await.contains("configmap/demo configured"));
+    let cm = |v: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  key: \"{v}\"\n")
+    };
+    assert!(
+        kubectl(&kc, &["apply", "-f", "-"], Some(cm("1")))
+            .await
+            .contains("configmap/demo created")
+    );
+    assert!(
+        kubectl(&kc, &["apply", "-f", "-"], Some(cm("2")))
+            .await
+            .contains("configmap/demo configured")
+    );
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    assert_eq!(cms.get("demo").await.expect("demo").data.expect("data")["key"], "2");
+    assert_eq!(
+        cms.get("demo").await.expect("demo").data.expect("data")["key"],
+        "2"
+    );
     let table = kubectl(&kc, &["get", "configmaps"], None).await;
     assert!(table.contains("NAME") && table.contains("demo"), "{table}");
-    let json_out: Value = serde_json::from_str(&kubectl(&kc, &["get", "configmap", "demo", "-o", "json"], None).await).expect("json");
+    let json_out: Value = serde_json::from_str(
+        &kubectl(&kc, &["get", "configmap", "demo", "-o", "json"], None).await,
+    )
+    .expect("json");
     assert_eq!(json_out["data"]["key"], "2");
-    assert!(kubectl(&kc, &["apply", "--server-side", "-f", "-"], Some(cm("3"))).await.contains("serverside-applied"));
-    assert_eq!(cms.get("demo").await.expect("demo").data.expect("data")["key"], "3");
+    assert!(
+        kubectl(&kc, &["apply", "--server-side", "-f", "-"], Some(cm("3")))
+            .await
+            .contains("serverside-applied")
+    );
+    assert_eq!(
+        cms.get("demo").await.expect("demo").data.expect("data")["key"],
+        "3"
+    );
 
-    assert!(kubectl(&kc, &["apply", "-f", "-"], Some(WIDGET_CRD.to_string())).await.contains("created"));
-    let widget = |size: u32| format!("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: {size}\n");
-    assert!(kubectl(&kc, &["apply", "-f", "-"], Some(widget(3))).await.contains("widget.example.com/w1 created"));
-    assert!(kubectl(&kc, &["apply", "-f", "-"], Some(widget(4))).await.contains("widget.example.com/w1 configured"));
+    assert!(
+        kubectl(&kc, &["apply", "-f", "-"], Some(WIDGET_CRD.to_string()))
+            .await
+            .contains("created")
+    );
+    let widget = |size: u32| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: {size}\n"
+        )
+    };
+    assert!(
+        kubectl(&kc, &["apply", "-f", "-"], Some(widget(3)))
+            .await
+            .contains("widget.example.com/w1 created")
+    );
+    assert!(
+        kubectl(&kc, &["apply", "-f", "-"], Some(widget(4)))
+            .await
+            .contains("widget.example.com/w1 configured")
+    );
     let listed = kubectl(&kc, &["get", "wd"], None).await;
     assert!(listed.contains("SIZE") && listed.contains('4'), "{listed}");
-    assert!(kubectl(&kc, &["apply", "--server-side", "-f", "-"], Some(widget(5))).await.contains("serverside-applied"));
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("example.com", "v1", "Widget"), "widgets");
+    assert!(
+        kubectl(&kc, &["apply", "--server-side", "-f", "-"], Some(widget(5)))
+            .await
+            .contains("serverside-applied")
+    );
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    );
     let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
     assert_eq!(widgets.get("w1").await.expect("w1").data["spec"]["size"], 5);
 
-    assert!(kubectl(&kc, &["delete", "configmap", "demo"], None).await.contains("deleted"));
+    assert!(
+        kubectl(&kc, &["delete", "configmap", "demo"], None)
+            .await
+            .contains("deleted")
+    );
     assert!(cms.get_opt("demo").await.expect("get").is_none());
-    assert!(kubectl(&kc, &["delete", "-f", "-"], Some(widget(5))).await.contains("deleted"));
+    assert!(
+        kubectl(&kc, &["delete", "-f", "-"], Some(widget(5)))
+            .await
+            .contains("deleted")
+    );
     assert!(widgets.get_opt("w1").await.expect("get").is_none());
     server.shutdown().await;
 }
@@ -141,8 +210,11 @@ async fn expect(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>, prefix: &
 async fn kubectl_get_watch_streams_events() {
     let (server, _dir, kc) = start().await;
     let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
-    let seed: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "seed"}})).expect("cm");
-    cms.create(&PostParams::default(), &seed).await.expect("seed");
+    let seed: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "seed"}})).expect("cm");
+    cms.create(&PostParams::default(), &seed)
+        .await
+        .expect("seed");
     let mut child = Command::new(kubectl_path())
         .arg("--kubeconfig")
         .arg(&kc)
@@ -162,12 +234,24 @@ async fn kubectl_get_watch_streams_events() {
     });
     // kubectl lists first (the seed shows as ADDED), then watches from the list's resourceVersion.
     assert!(expect(&mut rx, "ADDED").await.contains("seed"));
-    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "watched"}, "data": {"a": "1"}})).expect("cm");
-    cms.create(&PostParams::default(), &cm).await.expect("create");
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "watched"}, "data": {"a": "1"}}))
+            .expect("cm");
+    cms.create(&PostParams::default(), &cm)
+        .await
+        .expect("create");
     assert!(expect(&mut rx, "ADDED").await.contains("watched"));
-    cms.patch("watched", &PatchParams::default(), &Patch::Merge(json!({"data": {"b": "2"}}))).await.expect("patch");
+    cms.patch(
+        "watched",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"b": "2"}})),
+    )
+    .await
+    .expect("patch");
     assert!(expect(&mut rx, "MODIFIED").await.contains("watched"));
-    cms.delete("watched", &DeleteParams::default()).await.expect("delete");
+    cms.delete("watched", &DeleteParams::default())
+        .await
+        .expect("delete");
     assert!(expect(&mut rx, "DELETED").await.contains("watched"));
     let _ = child.kill();
     let _ = child.wait();

@@ -29,7 +29,11 @@ pub(crate) struct ApplyRequest<'a> {
 }
 
 fn dotted(p: &[String]) -> String {
-    p.iter().map(|k| format!(".{k}")).collect()
+    p.iter().fold(String::new(), |mut out, k| {
+        out.push('.');
+        out.push_str(k);
+        out
+    })
 }
 
 /// Computes the object after applying `cfg` on top of `live` (or creating it from `cfg`).

@@ -34,6 +34,10 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
 }
 
 /// Validates a CRD object and derives the kind it defines.
+#[allow(
+    clippy::too_many_lines,
+    reason = "field-by-field validation reads best in one place"
+)]
 pub(crate) fn resource_type_from_crd(crd: &Value) -> Result<ResourceType, ApiError> {
     let name = crd.name().to_string();
     let mut causes = Vec::new();
@@ -123,7 +127,7 @@ pub(crate) fn resource_type_from_crd(crd: &Value) -> Result<ResourceType, ApiErr
         );
     }
     if !causes.is_empty() {
-        return Err(ApiError::invalid(CRD_GROUP, CRD_KIND, &name, causes));
+        return Err(ApiError::invalid(CRD_GROUP, CRD_KIND, &name, &causes));
     }
     let strings = |p: &str| -> Vec<String> {
         crd.pointer(p)

@@ -122,7 +122,7 @@ impl ApiError {
     }
 
     /// A 422 `Invalid` error listing field causes, like the real server's validation errors.
-    pub(crate) fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
+    pub(crate) fn invalid(group: &str, kind: &str, name: &str, causes: &[Cause]) -> Self {
         let list: Vec<String> = causes
             .iter()
             .map(|c| {
@@ -163,7 +163,7 @@ impl ApiError {
             group,
             kind,
             name,
-            vec![Cause {
+            &[Cause {
                 reason: "FieldValueInvalid".into(),
                 message: message.into(),
                 field: field.into(),

@@ -167,12 +167,12 @@ impl FaultState {
                 .sum();
             let mut fail = None;
             for r in rules.iter_mut().filter(|r| r.when.matches(info)) {
-                if let Action::Fail { code, remaining } = &mut r.action {
-                    if *remaining > 0 {
-                        *remaining -= 1;
-                        fail = Some(*code);
-                        break;
-                    }
+                if let Action::Fail { code, remaining } = &mut r.action
+                    && *remaining > 0
+                {
+                    *remaining -= 1;
+                    fail = Some(*code);
+                    break;
                 }
             }
             rules.retain(|r| !matches!(r.action, Action::Fail { remaining: 0, .. }));

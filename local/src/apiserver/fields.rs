@@ -42,20 +42,18 @@ pub(crate) fn leaf_paths(obj: &Value, scope: Scope) -> FieldSet {
         return out;
     };
     for (k, v) in map {
-        let include = match (k.as_str(), scope) {
-            ("apiVersion" | "kind", _) => false,
-            ("metadata", Scope::Status) => false,
-            ("metadata", _) => {
-                if let Some(m) = v.as_object() {
-                    for key in OWNED_META {
-                        if let Some(x) = m.get(key) {
-                            walk(x, &mut vec!["metadata".into(), key.into()], &mut out);
-                        }
+        if k == "metadata" && scope != Scope::Status {
+            if let Some(m) = v.as_object() {
+                for key in OWNED_META {
+                    if let Some(x) = m.get(key) {
+                        walk(x, &mut vec!["metadata".into(), key.into()], &mut out);
                     }
                 }
-                false
             }
-            ("status", Scope::Main) => false,
+            continue;
+        }
+        let include = match (k.as_str(), scope) {
+            ("apiVersion" | "kind" | "metadata", _) | ("status", Scope::Main) => false,
             ("status", _) => true,
             (_, Scope::Status) => false,
             _ => true,

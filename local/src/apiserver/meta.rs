@@ -28,7 +28,7 @@ pub(crate) fn new_uid() -> String {
     let mut b = bytes;
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let hex = to_hex(&b);
     format!(
         "{}-{}-{}-{}-{}",
         &hex[0..8],
@@ -37,6 +37,17 @@ pub(crate) fn new_uid() -> String {
         &hex[16..20],
         &hex[20..32]
     )
+}
+
+/// Lowercase hex of bytes.
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
 }
 
 /// Five random characters for `generateName`, from the real server's alphabet.

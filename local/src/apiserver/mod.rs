@@ -81,7 +81,7 @@ impl Default for Options {
             history_limit: 10_000,
             watch_buffer: 16_384,
             bookmark_interval: Duration::from_secs(10),
-            max_watch_timeout: Duration::from_secs(1800),
+            max_watch_timeout: Duration::from_mins(30),
             log_requests: false,
         }
     }
@@ -329,10 +329,10 @@ impl LocalApiServer {
         if let Some(saver) = self.saver.take() {
             let _ = saver.await;
         }
-        if let Some(dir) = &self.data_dir {
-            if let Err(e) = persistence::save(&self.app.store, dir) {
-                tracing::warn!(error = %e, "cannot write the final snapshot");
-            }
+        if let Some(dir) = &self.data_dir
+            && let Err(e) = persistence::save(&self.app.store, dir)
+        {
+            tracing::warn!(error = %e, "cannot write the final snapshot");
         }
     }
 

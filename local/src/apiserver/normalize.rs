@@ -79,12 +79,12 @@ pub(crate) fn normalize(
                 &ctx.rt.group,
                 &kind,
                 &name,
-                report.errors,
+                &report.errors,
             ));
         }
         match ctx.validation {
             FieldValidation::Strict if !report.unknown_fields.is_empty() => {
-                let causes = report
+                let causes: Vec<Cause> = report
                     .unknown_fields
                     .iter()
                     .map(|f| Cause {
@@ -93,7 +93,7 @@ pub(crate) fn normalize(
                         field: f.clone(),
                     })
                     .collect();
-                return Err(ApiError::invalid(&ctx.rt.group, &kind, &name, causes));
+                return Err(ApiError::invalid(&ctx.rt.group, &kind, &name, &causes));
             }
             FieldValidation::Warn => ctx.warnings.extend(
                 report
@@ -188,9 +188,9 @@ pub(crate) fn after_commit(
     if gr.group != CRD_GROUP || gr.resource != "customresourcedefinitions" {
         return;
     }
-    if let Some(new) = new {
-        if let Ok(t) = resource_type_from_crd(new) {
-            inner.registry.insert(t);
-        }
+    if let Some(new) = new
+        && let Ok(t) = resource_type_from_crd(new)
+    {
+        inner.registry.insert(t);
     }
 }

@@ -95,9 +95,8 @@ pub(crate) fn delete_opts(
         || flag(p, "orphanDependents");
     let cascade = match policy.as_deref() {
         Some("Orphan") => Cascade::Orphan,
-        Some("Background" | "Foreground") => Cascade::Background,
         None if orphan => Cascade::Orphan,
-        None => Cascade::Background,
+        Some("Background" | "Foreground") | None => Cascade::Background,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "unknown propagationPolicy: {other}"

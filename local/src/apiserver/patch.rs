@@ -36,10 +36,11 @@ pub(crate) fn json_patch(doc: &Value, body: &Value) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("error decoding JSON patch: {e}")))?;
     let mut out = doc.clone();
     for (i, op) in ops.0.iter().enumerate() {
-        if let json_patch::PatchOperation::Test(t) = op {
-            if t.value.is_null() && out.pointer(t.path.as_str()).is_none() {
-                continue;
-            }
+        if let json_patch::PatchOperation::Test(t) = op
+            && t.value.is_null()
+            && out.pointer(t.path.as_str()).is_none()
+        {
+            continue;
         }
         json_patch::patch_unsafe(&mut out, std::slice::from_ref(op)).map_err(|e| {
             ApiError::new(
@@ -116,7 +117,7 @@ fn strip_directives(v: &Value) -> Value {
 fn smp_map<'a>(
     doc: &mut Map<String, Value>,
     patch: &'a Map<String, Value>,
-    path: &mut Vec<&'a str>,
+    trail: &mut Vec<&'a str>,
 ) -> Result<(), ApiError> {
     match patch.get("$patch").and_then(Value::as_str) {
         Some("replace") => {
@@ -147,7 +148,7 @@ fn smp_map<'a>(
         if k.starts_with('$') {
             continue;
         }
-        path.push(k);
+        trail.push(k);
         match v {
             Value::Null => {
                 doc.remove(k);
@@ -157,7 +158,7 @@ fn smp_map<'a>(
                     doc.remove(k);
                 } else {
                     match doc.get_mut(k) {
-                        Some(Value::Object(dm)) => smp_map(dm, pm, path)?,
+                        Some(Value::Object(dm)) => smp_map(dm, pm, trail)?,
                         _ => {
                             doc.insert(k.clone(), strip_directives(v));
                         }
@@ -165,7 +166,7 @@ fn smp_map<'a>(
                 }
             }
             Value::Array(items) => {
-                let merged = match (list_strategy(path), doc.get(k)) {
+                let merged = match (list_strategy(trail), doc.get(k)) {
                     (ListStrategy::MergePrimitive, Some(Value::Array(cur))) => {
                         let mut out = cur.clone();
                         for it in items {
@@ -190,7 +191,7 @@ fn smp_map<'a>(
                 doc.insert(k.clone(), other.clone());
             }
         }
-        path.pop();
+        trail.pop();
     }
     Ok(())
 }

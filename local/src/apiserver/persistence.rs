@@ -48,10 +48,11 @@ pub(crate) fn load(store: &Store, dir: &Path) -> Result<()> {
         ) else {
             continue;
         };
-        if group == "apiextensions.k8s.io" && resource == "customresourcedefinitions" {
-            if let Ok(t) = resource_type_from_crd(obj) {
-                inner.registry.insert(t);
-            }
+        if group == "apiextensions.k8s.io"
+            && resource == "customresourcedefinitions"
+            && let Ok(t) = resource_type_from_crd(obj)
+        {
+            inner.registry.insert(t);
         }
         let key = (obj.namespace().to_string(), obj.name().to_string());
         inner.restore(GroupResource::new(group, resource), key, obj.clone());

@@ -67,11 +67,11 @@ pub(crate) struct ListPage {
 
 fn encode_token(rv: u64, key: &ObjKey) -> String {
     let raw = format!("{rv}\u{0}{}\u{0}{}", key.0, key.1);
-    raw.bytes().map(|b| format!("{b:02x}")).collect()
+    super::meta::to_hex(raw.as_bytes())
 }
 
 fn decode_token(token: &str) -> Option<(u64, ObjKey)> {
-    if token.len() % 2 != 0 {
+    if !token.len().is_multiple_of(2) {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..token.len())
@@ -235,6 +235,9 @@ fn cell(v: Option<&Value>) -> Value {
     }
 }
 
+/// Computes one table cell from an object.
+type Extract = Box<dyn Fn(&Value) -> Value>;
+
 /// A `meta.k8s.io/v1` Table (what `kubectl get` asks for).
 fn table(rt: &ResourceType, version: &str, items: &[Arc<Value>], meta: &Value) -> Value {
     let col = |name: &str, ty: &str, format: &str, description: &str| json!({"name": name, "type": ty, "format": format, "description": description, "priority": 0});
@@ -244,7 +247,6 @@ fn table(rt: &ResourceType, version: &str, items: &[Arc<Value>], meta: &Value) -
         "name",
         "Name must be unique within a namespace.",
     )];
-    type Extract = Box<dyn Fn(&Value) -> Value>;
     let mut extract: Vec<Extract> = Vec::new();
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "configmaps" | "secrets") => {

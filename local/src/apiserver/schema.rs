@@ -146,34 +146,34 @@ fn walk(value: &mut Value, schema: &Value, path: &str, root: bool, report: &mut 
         }
         return;
     }
-    if let Some(t) = schema.get("type").and_then(Value::as_str) {
-        if !type_ok(t, value) {
-            err(
-                report,
-                "FieldValueInvalid",
-                path,
-                format!(
-                    "Invalid value: \"{got}\": {path} in body must be of type {t}: \"{got}\"",
-                    got = type_name(value)
-                ),
-            );
-            return;
-        }
+    if let Some(t) = schema.get("type").and_then(Value::as_str)
+        && !type_ok(t, value)
+    {
+        err(
+            report,
+            "FieldValueInvalid",
+            path,
+            format!(
+                "Invalid value: \"{got}\": {path} in body must be of type {t}: \"{got}\"",
+                got = type_name(value)
+            ),
+        );
+        return;
     }
-    if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
-        if !allowed.contains(value) {
-            let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            err(
-                report,
-                "FieldValueNotSupported",
-                path,
-                format!(
-                    "Unsupported value: {}: supported values: {}",
-                    short(value),
-                    list.join(", ")
-                ),
-            );
-        }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(value)
+    {
+        let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        err(
+            report,
+            "FieldValueNotSupported",
+            path,
+            format!(
+                "Unsupported value: {}: supported values: {}",
+                short(value),
+                list.join(", ")
+            ),
+        );
     }
     check_bounds(value, schema, path, report);
     match value {

@@ -175,7 +175,7 @@ fn create_with(
                 &ctx.rt.group,
                 &ctx.rt.kind,
                 "",
-                vec![Cause {
+                &[Cause {
                     reason: "FieldValueRequired".into(),
                     message: "Required value: name or generateName is required".into(),
                     field: "metadata.name".into(),
@@ -204,15 +204,14 @@ fn create_with(
             &msg,
         ));
     }
-    if ctx.rt.namespaced {
-        if let Some(ns) = inner.get(&GroupResource::new("", "namespaces"), "", &ctx.namespace) {
-            if ns.deleting() {
-                return Err(ApiError::forbidden(format!(
-                    "{} \"{name}\" is forbidden: unable to create new content in namespace {} because it is being terminated",
-                    ctx.rt.plural, ctx.namespace
-                )));
-            }
-        }
+    if ctx.rt.namespaced
+        && let Some(ns) = inner.get(&GroupResource::new("", "namespaces"), "", &ctx.namespace)
+        && ns.deleting()
+    {
+        return Err(ApiError::forbidden(format!(
+            "{} \"{name}\" is forbidden: unable to create new content in namespace {} because it is being terminated",
+            ctx.rt.plural, ctx.namespace
+        )));
     }
     if inner.get(&ctx.gr(), &ctx.namespace, &name).is_some() {
         return Err(ApiError::already_exists(ctx.subject(&name)));
@@ -226,10 +225,11 @@ fn create_with(
         meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
         meta.insert("generation".into(), json!(1));
     }
-    if ctx.rt.has_status() && !ctx.rt.builtin {
-        if let Some(m) = obj.as_object_mut() {
-            m.remove("status");
-        }
+    if ctx.rt.has_status()
+        && !ctx.rt.builtin
+        && let Some(m) = obj.as_object_mut()
+    {
+        m.remove("status");
     }
     normalize::normalize(inner, ctx, None, &mut obj)?;
     match applied {
@@ -379,6 +379,10 @@ fn apply_config(
 }
 
 /// Applies the server's rules to the proposed new state of an existing object.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the update rules in the order the real server applies them"
+)]
 /// Returns `None` when nothing but bookkeeping would change (no new resourceVersion then).
 fn prepare_update(
     inner: &Inner,
@@ -402,10 +406,10 @@ fn prepare_update(
         .meta_str("resourceVersion")
         .unwrap_or_default()
         .to_string();
-    if let Some(rv) = new.meta_str("resourceVersion").filter(|r| !r.is_empty()) {
-        if rv != old_rv {
-            return Err(ApiError::stale(ctx.subject(&name)));
-        }
+    if let Some(rv) = new.meta_str("resourceVersion").filter(|r| !r.is_empty())
+        && rv != old_rv
+    {
+        return Err(ApiError::stale(ctx.subject(&name)));
     }
     // Like the real server, managedFields sent by the client replace the stored ones (kubectl
     // uses this to migrate client-side apply ownership to server-side apply).
