@@ -244,7 +244,7 @@ impl LocalStack {
             let _ = stop.send(true);
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
-        self.flink.shutdown().await;
+        self.flink.shutdown();
         self.server.shutdown().await;
     }
 }
