@@ -17,8 +17,10 @@ pub(crate) struct AppliedView {
 }
 
 /// The part of a gate other threads read (metrics, snapshots). Written only by the gate's own
-/// thread, with plain relaxed stores (one writer, so no read-modify-write is needed). On its own
-/// cache lines so that gates on different threads never share one.
+/// thread, with plain relaxed stores (one writer, so no read-modify-write is needed), when it
+/// [flushes](Gate::flush): every [`FLUSH_EVERY`] records, on every state change, on
+/// [`Gate::refresh`] and after each batch. On its own cache lines so that gates on different
+/// threads never share one.
 #[derive(Debug)]
 #[repr(align(128))]
 pub(crate) struct GateCell {
@@ -29,8 +31,9 @@ pub(crate) struct GateCell {
     /// Meaningful when `passed > 0` or `restored` is set; `i64::MIN` otherwise.
     pub max_passed: AtomicI64,
     pub restored: AtomicU64,
-    /// Updated (under the lock: release) only when the gate applies a new generation, after
-    /// every store of `max_passed` made under the previous one.
+    /// Updated (under the lock: release) only when the gate applies a new generation, right
+    /// after a flush: a reader that sees a state also sees the maximum passed under the previous
+    /// one.
     pub applied: Mutex<AppliedView>,
 }
 
@@ -117,13 +120,21 @@ impl GateHandle {
     }
 }
 
+/// How many records a gate decides between two publications of its counters to other threads
+/// (at most; state changes, [`Gate::refresh`] and batches publish at once).
+pub const FLUSH_EVERY: u32 = 1024;
+
 /// The gate of one subtask: decides every record by its event time.
 ///
 /// Create one per subtask with [`Gate::new`] from a process-wide [`SharedState`]. Deciding takes
 /// `&mut self`: a gate has exactly one writer (its subtask's thread), which is what makes its
-/// counters plain stores rather than atomic read-modify-writes. The hot path
-/// ([`decide`](Self::decide)) takes no lock, allocates nothing and makes no system call: one
-/// acquire load of the shared generation, one comparison, one or two relaxed stores.
+/// counters plain fields. The hot path ([`decide`](Self::decide)) takes no lock, allocates
+/// nothing and makes no system call: one acquire load of the shared generation, one comparison,
+/// and the gate's own counters, which it publishes to other threads (relaxed stores) every
+/// [`FLUSH_EVERY`] records and whenever it applies a new state. Reported progress is therefore
+/// exact where it matters: a [`GateSnapshot`] that shows a state also shows the maximum event
+/// time passed before it; counts seen from other threads lag by at most [`FLUSH_EVERY`] records
+/// (or until the next [`refresh`](Self::refresh)).
 ///
 /// Reported progress (see [`GateSnapshot::applied`]) changes only on the gate's thread, when it
 /// decides a record or calls [`refresh`](Self::refresh); an idle subtask should call `refresh` on
@@ -132,10 +143,11 @@ impl GateHandle {
 pub struct Gate {
     generation: u64,
     rule: Rule,
-    passed: u64,
-    dropped: u64,
-    held: u64,
+    /// Records per [`Decision`] (indexed by its discriminant).
+    counts: [u64; 3],
     max_passed: i64,
+    unflushed: u32,
+    restored: bool,
     cell: Arc<GateCell>,
     shared: Arc<SharedState>,
     color: Color,
@@ -150,10 +162,10 @@ impl Gate {
         let mut gate = Self {
             generation: u64::MAX,
             rule: Rule::HOLD,
-            passed: 0,
-            dropped: 0,
-            held: 0,
+            counts: [0; 3],
             max_passed: i64::MIN,
+            unflushed: 0,
+            restored: false,
             cell,
             shared,
             color,
@@ -175,11 +187,9 @@ impl Gate {
     /// Restores the maximum passed event time from the subtask's checkpoint (it must survive
     /// restarts, see `docs/protocol.md`, "Confirming W"). Never lowers it.
     pub fn restore_max_passed(&mut self, event_time_ms: i64) {
-        if event_time_ms > self.max_passed {
-            self.max_passed = event_time_ms;
-            self.cell.max_passed.store(event_time_ms, Ordering::Relaxed);
-        }
-        self.cell.restored.store(1, Ordering::Relaxed);
+        self.max_passed = self.max_passed.max(event_time_ms);
+        self.restored = true;
+        self.flush();
     }
 
     /// The decision for a record with event time `event_time_ms`, counted.
@@ -188,6 +198,10 @@ impl Gate {
         self.sync();
         let decision = self.rule.decide(event_time_ms);
         self.record(decision, event_time_ms);
+        self.unflushed += 1;
+        if self.unflushed >= FLUSH_EVERY {
+            self.flush();
+        }
         decision
     }
 
@@ -198,36 +212,12 @@ impl Gate {
         self.sync();
         let rule = self.rule;
         let n = event_times.len().min(decisions.len());
-        let (mut passed, mut dropped, mut held) = (0_u64, 0_u64, 0_u64);
-        let mut max = self.max_passed;
         for (&t, out) in event_times[..n].iter().zip(&mut decisions[..n]) {
             let decision = rule.decide(t);
             *out = decision;
-            match decision {
-                Decision::Pass => {
-                    passed += 1;
-                    max = max.max(t);
-                }
-                Decision::Drop => dropped += 1,
-                Decision::Hold => held += 1,
-            }
+            self.record(decision, t);
         }
-        if passed > 0 {
-            self.passed += passed;
-            self.cell.passed.store(self.passed, Ordering::Relaxed);
-            if max > self.max_passed {
-                self.max_passed = max;
-                self.cell.max_passed.store(max, Ordering::Relaxed);
-            }
-        }
-        if dropped > 0 {
-            self.dropped += dropped;
-            self.cell.dropped.store(self.dropped, Ordering::Relaxed);
-        }
-        if held > 0 {
-            self.held += held;
-            self.cell.held.store(self.held, Ordering::Relaxed);
-        }
+        self.flush();
         n
     }
 
@@ -286,12 +276,30 @@ impl Gate {
 
     /// Applies the newest state now, without deciding a record; returns whether it changed the
     /// gate's rule or reported state. Call it from a timer on idle subtasks.
+    /// It also publishes the gate's counters to other threads.
     pub fn refresh(&mut self) -> bool {
         if self.shared.generation() == self.generation {
+            self.flush();
             return false;
         }
         self.apply(&self.shared.published());
         true
+    }
+
+    /// Publishes the gate's counters and maximum passed event time to other threads (handles,
+    /// metrics) now.
+    pub fn flush(&mut self) {
+        let [passed, dropped, held] = self.counts;
+        self.cell.passed.store(passed, Ordering::Relaxed);
+        self.cell.dropped.store(dropped, Ordering::Relaxed);
+        self.cell.held.store(held, Ordering::Relaxed);
+        self.cell
+            .max_passed
+            .store(self.max_passed, Ordering::Relaxed);
+        self.cell
+            .restored
+            .store(u64::from(self.restored), Ordering::Relaxed);
+        self.unflushed = 0;
     }
 
     /// The rule the gate decides by (as of its last refresh).
@@ -299,9 +307,23 @@ impl Gate {
         self.rule
     }
 
-    /// The gate's progress now.
+    /// The gate's progress now (exact: read on the gate's own thread).
     pub fn snapshot(&self) -> GateSnapshot {
-        self.cell.snapshot()
+        let [passed, dropped, held] = self.counts;
+        let applied = *self
+            .cell
+            .applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        GateSnapshot {
+            color: self.color,
+            passed,
+            dropped,
+            held,
+            max_passed_event_time_ms: (passed > 0 || self.restored).then_some(self.max_passed),
+            applied: applied.state,
+            applied_while_stale: applied.stale,
+        }
     }
 
     /// A handle that reads this gate's progress from another thread.
@@ -348,6 +370,8 @@ impl Gate {
     }
 
     fn apply(&mut self, published: &Published) {
+        // Everything passed under the previous rule becomes visible before the new state does.
+        self.flush();
         self.rule = published.rule(self.color);
         // The published value's own generation, not the one we loaded: if it is older, the next
         // record sees the mismatch again and reloads.
@@ -364,24 +388,14 @@ impl Gate {
 
     #[inline]
     fn record(&mut self, decision: Decision, event_time_ms: i64) {
-        match decision {
-            Decision::Pass => {
-                self.passed += 1;
-                self.cell.passed.store(self.passed, Ordering::Relaxed);
-                if event_time_ms > self.max_passed {
-                    self.max_passed = event_time_ms;
-                    self.cell.max_passed.store(event_time_ms, Ordering::Relaxed);
-                }
-            }
-            Decision::Drop => {
-                self.dropped += 1;
-                self.cell.dropped.store(self.dropped, Ordering::Relaxed);
-            }
-            Decision::Hold => {
-                self.held += 1;
-                self.cell.held.store(self.held, Ordering::Relaxed);
-            }
-        }
+        self.counts[decision as usize] += 1;
+        // Branch-free: decisions on both sides of W interleave unpredictably during a handover.
+        let passed = if decision == Decision::Pass {
+            event_time_ms
+        } else {
+            i64::MIN
+        };
+        self.max_passed = self.max_passed.max(passed);
     }
 }
 
@@ -389,6 +403,7 @@ impl Drop for Gate {
     /// Folds the gate's counters into its color's totals, so the per-color counters never go
     /// down when a subtask ends.
     fn drop(&mut self) {
+        self.flush();
         self.shared.gates.retire(&self.cell);
     }
 }

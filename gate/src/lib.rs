@@ -27,7 +27,7 @@ mod shared;
 mod source;
 
 pub use error::Error;
-pub use gate::{Gate, GateHandle, GateSnapshot};
+pub use gate::{FLUSH_EVERY, Gate, GateHandle, GateSnapshot};
 pub use metrics::ColorAggregate;
 pub use shared::{Applied, SharedState, SourceStats, StateOptions};
 pub use source::{ConfigMapSource, SourceOptions};

@@ -323,7 +323,18 @@ fn counters_batch_and_restore() {
     restored.restore_max_passed(W + 7);
     restored.decide(3);
     assert_eq!(restored.snapshot().max_passed_event_time_ms, Some(W + 7));
-    assert_eq!(restored.handle().snapshot(), restored.snapshot());
+    let handle = restored.handle();
+    assert_eq!(
+        handle.snapshot().passed,
+        0,
+        "other threads see counts when the gate flushes"
+    );
+    restored.refresh();
+    assert_eq!(handle.snapshot(), restored.snapshot());
+    for _ in 0..crate::FLUSH_EVERY {
+        restored.decide(4);
+    }
+    assert_eq!(handle.snapshot().passed, 1 + u64::from(crate::FLUSH_EVERY));
 }
 
 #[test]
@@ -369,6 +380,17 @@ fn metrics_aggregate_per_color() {
         .expect("propose");
     a.decide(20); // a applied the proposal; b did not yet.
     let _ = shared.offer(running(1, Color::Blue)); // rejected: StaleEpoch
+    // A state change publishes what was passed before it; the rest is published by `refresh`
+    // (the bindings' timer), `flush` or every FLUSH_EVERY records.
+    let text = gather(&registry);
+    assert!(
+        text.contains("bluegreen_gate_records_passed_total{color=\"BLUE\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("bluegreen_gate_max_passed_event_time_ms{color=\"BLUE\"} 10"));
+    a.flush();
+    g.flush();
+    b.flush();
 
     let text = gather(&registry);
     for line in [

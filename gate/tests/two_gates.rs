@@ -5,7 +5,8 @@
 //!
 //! The controller is modelled as the protocol requires (`docs/protocol.md`): it walks legal steps
 //! only (checked with `is_step`), sets W only once the outgoing gate reports a proposed state of
-//! the current epoch and a maximum passed event time `<= W` (raising W otherwise), deletes the
+//! the current epoch and a maximum passed event time `<= W` (raising W otherwise; it reads them
+//! through a `GateHandle`, as another thread would: counters as last published), deletes the
 //! outgoing job before `RUNNING` follows `CLEAR_TO_TEARDOWN` (the incoming one before `RUNNING`
 //! follows `FAILING`), and starts the incoming job after `TRANSITIONING` is written, from the
 //! outgoing job's position in the record stream. It writes `CLEAR_TO_TEARDOWN` only once both
@@ -16,12 +17,14 @@
 
 use std::sync::Arc;
 
-use bluegreen_gate::{Gate, SharedState, StateOptions};
+use bluegreen_gate::{Gate, GateHandle, SharedState, StateOptions};
 use bluegreen_protocol::{Color, CoordinationState, Decision, Stage, Toggle, is_step};
 use proptest::prelude::*;
 
 struct SimGate {
     gate: Gate,
+    /// What the controller reads (another thread's view: counters as last published).
+    handle: GateHandle,
     shared: Arc<SharedState>,
     /// Index in the sequence of the newest state delivered.
     view: Option<usize>,
@@ -73,8 +76,10 @@ impl Sim {
         let shared = SharedState::new(StateOptions {
             max_staleness: None,
         });
+        let gate = Gate::new(color, shared.clone());
         self.gates[index(color)] = Some(SimGate {
-            gate: Gate::new(color, shared.clone()),
+            handle: gate.handle(),
+            gate,
             shared,
             view: None,
             created_at: self.seq.len() - 1,
@@ -134,7 +139,7 @@ impl Sim {
                     let outgoing = self.gates[index(cur.active.other())]
                         .as_ref()
                         .expect("the outgoing job runs during a transition")
-                        .gate
+                        .handle
                         .snapshot();
                     let confirmed = outgoing.epoch() == Some(cur.epoch)
                         && matches!(
