@@ -651,6 +651,42 @@ async fn custom_resources_status_generation_and_validation() {
         "metadata changes do not bump generation"
     );
 
+    // Server-side apply of the status subresource.
+    let applied = api
+        .patch_status(
+            "bg",
+            &PatchParams::apply("status-writer").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "bluegreen.dev/v1alpha1", "kind": "FlinkBlueGreenDeployment",
+                "metadata": {"name": "bg"}, "status": {"stage": "APPLIED"}
+            })),
+        )
+        .await
+        .expect("apply status");
+    assert_eq!(applied.data["status"]["stage"], "APPLIED");
+    assert_eq!(applied.data["spec"]["replicas"], 3);
+    let status_entry = applied
+        .metadata
+        .managed_fields
+        .as_ref()
+        .and_then(|m| {
+            m.iter()
+                .find(|e| e.manager.as_deref() == Some("status-writer"))
+                .cloned()
+        })
+        .expect("status-writer owns status");
+    assert_eq!(status_entry.subresource.as_deref(), Some("status"));
+
+    // dryRun=All validates and answers without storing.
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    api.create(&dry, &bluegreen("dry", json!({"template": {}})))
+        .await
+        .expect("dry run");
+    assert!(api.get_opt("dry").await.expect("get").is_none());
+
     let mut whole = api.get_status("bg").await.expect("get status");
     whole.data["status"] = json!({"stage": "REPLACED"});
     let replaced = api

@@ -344,11 +344,10 @@ impl LocalApiServer {
 }
 
 impl Drop for LocalApiServer {
+    /// Ends open watches and starts a graceful stop in the background (without the final
+    /// snapshot; use [`LocalApiServer::shutdown`] for that).
     fn drop(&mut self) {
         self.stop_serving();
-        if let Some(server) = self.server.take() {
-            server.abort();
-        }
     }
 }
 
