@@ -285,22 +285,22 @@ impl LocalFlink {
         Ok(())
     }
 
-    /// Stops the watch and the REST server; running jobs are cancelled.
+    /// Stops the watch and the REST server; running jobs are cancelled (uncommitted output is
+    /// discarded). Dropping the runner does the same.
     pub fn shutdown(self) {
+        drop(self);
+    }
+}
+
+impl Drop for LocalFlink {
+    /// Stops the watch and the REST server and cancels every job (as [`LocalFlink::shutdown`]).
+    fn drop(&mut self) {
         for task in &self.tasks {
             task.abort();
         }
         let jobs: Vec<Arc<SimJob>> = self.shared.jobs().values().flatten().cloned().collect();
         for job in jobs {
             job.cancel();
-        }
-    }
-}
-
-impl Drop for LocalFlink {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
         }
     }
 }
