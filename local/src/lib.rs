@@ -8,8 +8,8 @@
 #![forbid(unsafe_code)]
 
 pub mod apiserver;
+mod error;
 pub mod flink;
 pub mod ledger;
-mod error;
 
 pub use error::{Error, Result};
