@@ -28,7 +28,7 @@ pub(crate) struct VersionInfo {
     /// Whether `/status` is a subresource in this version.
     pub status: bool,
     /// The CRD version's `openAPIV3Schema`, if any.
-    pub schema: Option<Value>,
+    pub schema: Option<Arc<Value>>,
     /// The CRD version's `additionalPrinterColumns`.
     pub printer_columns: Vec<Value>,
 }
