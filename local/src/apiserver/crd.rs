@@ -107,7 +107,10 @@ pub(crate) fn resource_type_from_crd(crd: &Value) -> Result<ResourceType, ApiErr
             served.push(VersionInfo {
                 name: vname.to_string(),
                 status: v.pointer("/subresources/status").is_some(),
-                schema: v.pointer("/schema/openAPIV3Schema").cloned().map(std::sync::Arc::new),
+                schema: v
+                    .pointer("/schema/openAPIV3Schema")
+                    .cloned()
+                    .map(std::sync::Arc::new),
                 printer_columns: v
                     .get("additionalPrinterColumns")
                     .and_then(Value::as_array)
