@@ -174,6 +174,14 @@ fn crd_rules(
     }
     if !status_write {
         establish(obj);
+        // Keep the old status (and its transition times) when nothing it reports changed, so
+        // re-applying an unchanged CRD is a no-op.
+        if let Some(old) = old {
+            let same = |p: &str| old.pointer(p) == obj.pointer(p);
+            if same("/status/acceptedNames") && same("/status/storedVersions") {
+                obj["status"] = old["status"].clone();
+            }
+        }
     }
     Ok(())
 }
