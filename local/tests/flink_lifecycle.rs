@@ -314,3 +314,35 @@ async fn an_invalid_simulation_setting_is_reported_in_the_status() {
     );
     assert!(env.flink.job(&dref("orders")).is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_created_suspended_starts_from_its_initial_savepoint_when_resumed() {
+    let env = env(SinkMode::Transactional).await;
+    start(&env, &deployment("source", 1, CONF)).await;
+    env.flink
+        .advance(10_000, 1000, WAIT)
+        .await
+        .expect("time passes");
+    let source = env.flink.job(&dref("source")).expect("job");
+    let request = source.trigger_savepoint(false).expect("triggered");
+    let Ok(SavepointOp::Completed { location }) = source.await_savepoint(&request, WAIT).await
+    else {
+        panic!("savepoint failed");
+    };
+
+    let mut spec = deployment("copy", 2, CONF);
+    spec["spec"]["job"]["state"] = json!("suspended");
+    spec["spec"]["job"]["initialSavepointPath"] = json!(location);
+    create(&env.client, &spec).await;
+    let s = wait_status(&env.client, "copy", |s| lifecycle(s) == "SUSPENDED").await;
+    assert!(s["jobStatus"]["jobId"].is_null());
+    patch_spec(&env.client, "copy", json!({"job": {"state": "running"}})).await;
+    wait_status(&env.client, "copy", |s| job_state(s) == "RECONCILING").await;
+    env.flink.clock().advance(5000);
+    wait_status(&env.client, "copy", |s| lifecycle(s) == "STABLE").await;
+    let copy = env.flink.job(&dref("copy")).expect("job");
+    assert_eq!(
+        copy.view().restored.map(|r| r.0.path.clone()),
+        Some(location)
+    );
+}

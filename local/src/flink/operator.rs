@@ -393,6 +393,8 @@ struct Actor {
     status: StatusModel,
     written: Option<Value>,
     /// Retry a spec that could not be reconciled (wall clock).
+    /// Whether a job was ever deployed for this resource.
+    ever_deployed: bool,
     /// Retry a spec that could not be reconciled at this simulation time.
     retry: Option<(Box<DynamicObject>, i64)>,
 }
@@ -437,6 +439,7 @@ impl Actor {
             phase: Phase::Idle,
             written: None,
             retry: None,
+            ever_deployed: false,
         }
     }
 
@@ -664,7 +667,9 @@ impl Actor {
             self.status.job_state = Some("SUSPENDED");
             return Ok(());
         }
-        let path = if redeploy_nonce_changed {
+        // The first deployment (also after starting suspended) and a redeploy nonce change
+        // start from `initialSavepointPath`.
+        let path = if redeploy_nonce_changed || !self.ever_deployed {
             job_field(spec, "initialSavepointPath")
                 .and_then(Value::as_str)
                 .map(str::to_owned)
@@ -726,6 +731,7 @@ impl Actor {
     }
 
     fn begin_deploy(&mut self, settings: Arc<JobSettings>, restore: Option<Arc<Snapshot>>) {
+        self.ever_deployed = true;
         let now = self.clock().now_ms();
         let delay = settings.startup_delay_ms.max(0);
         // A slow start delays readiness, not the JobManager deployment.
