@@ -58,7 +58,12 @@ async fn main() -> anyhow::Result<()> {
     }
     println!("local Kubernetes API server listening on {}", server.url());
     println!("try: kubectl --server {} get namespaces", server.url());
-    tokio::signal::ctrl_c().await?;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r?,
+        _ = term.recv() => {}
+    }
+    println!("shutting down");
     server.shutdown().await;
     Ok(())
 }
