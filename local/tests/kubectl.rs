@@ -97,6 +97,7 @@ spec:
 ";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines, reason = "one kubectl session, step by step")]
 async fn kubectl_get_apply_delete() {
     let (server, _dir, kc) = start().await;
     let client = server.client();
@@ -106,6 +107,24 @@ async fn kubectl_get_apply_delete() {
             .contains("default")
     );
     kubectl(&kc, &["get", "configmaps"], None).await;
+    // Plain `--server`, no kubeconfig at all.
+    let bare = tokio::task::spawn_blocking({
+        let url = server.url();
+        move || {
+            Command::new(kubectl_path())
+                .env("KUBECONFIG", "/dev/null")
+                .args(["--server", &url, "get", "configmaps", "--all-namespaces"])
+                .output()
+                .expect("kubectl --server")
+        }
+    })
+    .await
+    .expect("join");
+    assert!(
+        bare.status.success(),
+        "kubectl --server: {}",
+        String::from_utf8_lossy(&bare.stderr)
+    );
 
     let cm = |v: &str| {
         format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  key: \"{v}\"\n")
