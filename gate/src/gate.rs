@@ -122,7 +122,7 @@ impl GateHandle {
 
 /// How many records a gate decides between two publications of its counters to other threads
 /// (at most; state changes, [`Gate::refresh`] and batches publish at once).
-pub const FLUSH_EVERY: u32 = 1024;
+pub const FLUSH_EVERY: u64 = 1024;
 
 /// The gate of one subtask: decides every record by its event time.
 ///
@@ -143,10 +143,10 @@ pub const FLUSH_EVERY: u32 = 1024;
 pub struct Gate {
     generation: u64,
     rule: Rule,
-    /// Records per [`Decision`] (indexed by its discriminant).
-    counts: [u64; 3],
+    passed: u64,
+    dropped: u64,
+    held: u64,
     max_passed: i64,
-    unflushed: u32,
     restored: bool,
     cell: Arc<GateCell>,
     shared: Arc<SharedState>,
@@ -162,9 +162,10 @@ impl Gate {
         let mut gate = Self {
             generation: u64::MAX,
             rule: Rule::HOLD,
-            counts: [0; 3],
+            passed: 0,
+            dropped: 0,
+            held: 0,
             max_passed: i64::MIN,
-            unflushed: 0,
             restored: false,
             cell,
             shared,
@@ -198,8 +199,7 @@ impl Gate {
         self.sync();
         let decision = self.rule.decide(event_time_ms);
         self.record(decision, event_time_ms);
-        self.unflushed += 1;
-        if self.unflushed >= FLUSH_EVERY {
+        if (self.passed + self.dropped + self.held) % FLUSH_EVERY == 0 {
             self.flush();
         }
         decision
@@ -289,17 +289,15 @@ impl Gate {
     /// Publishes the gate's counters and maximum passed event time to other threads (handles,
     /// metrics) now.
     pub fn flush(&mut self) {
-        let [passed, dropped, held] = self.counts;
-        self.cell.passed.store(passed, Ordering::Relaxed);
-        self.cell.dropped.store(dropped, Ordering::Relaxed);
-        self.cell.held.store(held, Ordering::Relaxed);
+        self.cell.passed.store(self.passed, Ordering::Relaxed);
+        self.cell.dropped.store(self.dropped, Ordering::Relaxed);
+        self.cell.held.store(self.held, Ordering::Relaxed);
         self.cell
             .max_passed
             .store(self.max_passed, Ordering::Relaxed);
         self.cell
             .restored
             .store(u64::from(self.restored), Ordering::Relaxed);
-        self.unflushed = 0;
     }
 
     /// The rule the gate decides by (as of its last refresh).
@@ -309,7 +307,7 @@ impl Gate {
 
     /// The gate's progress now (exact: read on the gate's own thread).
     pub fn snapshot(&self) -> GateSnapshot {
-        let [passed, dropped, held] = self.counts;
+        let (passed, dropped, held) = (self.passed, self.dropped, self.held);
         let applied = *self
             .cell
             .applied
@@ -356,9 +354,12 @@ impl Gate {
         }
     }
 
+    /// Revalidates the cached rule: one relaxed load on the hot path (an acquire load would make
+    /// the compiler reload the gate's own fields after it, for every record); the acquire fence
+    /// is on the cold path, once per state change.
     #[inline]
     fn sync(&mut self) {
-        if self.shared.generation() != self.generation {
+        if self.shared.generation_relaxed() != self.generation {
             self.refresh_cold();
         }
     }
@@ -366,6 +367,7 @@ impl Gate {
     #[cold]
     #[inline(never)]
     fn refresh_cold(&mut self) {
+        std::sync::atomic::fence(Ordering::Acquire);
         self.apply(&self.shared.published());
     }
 
@@ -388,7 +390,10 @@ impl Gate {
 
     #[inline]
     fn record(&mut self, decision: Decision, event_time_ms: i64) {
-        self.counts[decision as usize] += 1;
+        // Branch-free counting as well.
+        self.passed += u64::from(decision == Decision::Pass);
+        self.dropped += u64::from(decision == Decision::Drop);
+        self.held += u64::from(decision == Decision::Hold);
         // Branch-free: decisions on both sides of W interleave unpredictably during a handover.
         let passed = if decision == Decision::Pass {
             event_time_ms

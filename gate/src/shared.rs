@@ -141,6 +141,8 @@ pub struct SharedState {
     writer: Mutex<Writer>,
     changed: Condvar,
     notify: tokio::sync::watch::Sender<u64>,
+    /// The raw data of the last offer accepted through [`SharedState::offer_data`], numbered.
+    accepted_data: tokio::sync::watch::Sender<Option<(u64, Arc<BTreeMap<String, String>>)>>,
     options: StateOptions,
     clock_base: Instant,
     /// Nanoseconds after `clock_base` of the last confirmation; `u64::MAX` before the first.
@@ -169,6 +171,7 @@ impl SharedState {
             }),
             changed: Condvar::new(),
             notify: tokio::sync::watch::Sender::new(0),
+            accepted_data: tokio::sync::watch::Sender::new(None),
             options,
             clock_base: Instant::now(),
             confirmed_at: AtomicU64::new(NEVER),
@@ -189,6 +192,16 @@ impl SharedState {
     /// current one in place, is counted by [`ProtocolError::kind`] and logged (`warn`, with key
     /// and reason). An accepted offer also confirms freshness (see [`staleness`](Self::staleness)).
     pub fn offer(&self, next: CoordinationState) -> Result<Applied, ProtocolError> {
+        self.offer_with_data(next, None)
+    }
+
+    /// [`offer`](Self::offer), keeping `data` as the accepted raw data if `next` is accepted
+    /// (under the writer lock, so the raw data always belongs to the current state).
+    fn offer_with_data(
+        &self,
+        next: CoordinationState,
+        data: Option<&BTreeMap<String, String>>,
+    ) -> Result<Applied, ProtocolError> {
         let mut writer = self.lock_writer();
         let verdict = match writer.state {
             None => next.validate().map(|()| Applied::First),
@@ -202,6 +215,9 @@ impl SharedState {
         };
         match verdict {
             Ok(applied) => {
+                if let Some(data) = data {
+                    self.keep_accepted_data(data);
+                }
                 self.touch_confirmed();
                 let was_stale = writer.stale;
                 writer.stale = false;
@@ -226,14 +242,28 @@ impl SharedState {
 
     /// Parses ConfigMap data with [`CoordinationState::from_data`] and [offers](Self::offer) the
     /// result; a parse error is counted and logged like a refused transition.
+    ///
+    /// The data of every accepted offer is kept verbatim (see
+    /// [`accepted_data`](Self::accepted_data)) for bindings that hand it on to another gate.
     pub fn offer_data(&self, data: &BTreeMap<String, String>) -> Result<Applied, ProtocolError> {
         match CoordinationState::from_data(data) {
-            Ok(state) => self.offer(state),
+            Ok(state) => self.offer_with_data(state, Some(data)),
             Err(error) => {
                 self.reject(&error);
                 Err(error)
             }
         }
+    }
+
+    fn keep_accepted_data(&self, data: &BTreeMap<String, String>) {
+        self.accepted_data.send_if_modified(|slot| {
+            if slot.as_ref().is_some_and(|(_, last)| **last == *data) {
+                return false;
+            }
+            let number = slot.as_ref().map_or(1, |(number, _)| number + 1);
+            *slot = Some((number, Arc::new(data.clone())));
+            true
+        });
     }
 
     fn reject(&self, error: &ProtocolError) {
@@ -250,6 +280,17 @@ impl SharedState {
             reason = %error,
             "coordination state refused; keeping the last good state"
         );
+    }
+
+    /// The raw ConfigMap data of the last offer accepted through [`offer_data`](Self::offer_data)
+    /// (`None` before the first; states fed with [`offer`](Self::offer) have no raw data), with a
+    /// number that grows by one whenever that data changes (unknown keys included). Refused data
+    /// never shows here. The receiver is notified of every change, so bindings (the sidecar, the
+    /// JNI shim) can serve the last accepted data verbatim to gates that re-parse it.
+    pub fn accepted_data(
+        &self,
+    ) -> tokio::sync::watch::Receiver<Option<(u64, Arc<BTreeMap<String, String>>)>> {
+        self.accepted_data.subscribe()
     }
 
     /// Records that the current view is known to match the ConfigMap now (a feeder re-read it and
@@ -360,6 +401,14 @@ impl SharedState {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
+    }
+
+    /// The generation without ordering, for the gates' hot path: a gate that sees a new value
+    /// issues an acquire fence before it reads [`published`](Self::published), and caches the
+    /// published value's own generation, so a stale read only costs another reload.
+    #[inline]
+    pub(crate) fn generation_relaxed(&self) -> u64 {
+        self.generation.0.load(Ordering::Relaxed)
     }
 
     /// The value gates read when their generation is out of date.
