@@ -251,7 +251,7 @@ fn bluegreen_crd() -> Value {
                     "spec": {"type": "object", "required": ["template"], "properties": {
                         "template": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
                         "replicas": {"type": "integer", "minimum": 1},
-                        "mode": {"type": "string", "enum": ["Automatic", "Manual"]},
+                        "mode": {"type": "string", "enum": ["Automatic", "Manual"], "default": "Automatic"},
                         "port": {"x-kubernetes-int-or-string": true},
                         "labels": {"type": "object", "additionalProperties": {"type": "string"}},
                         "args": {"type": "array", "items": {"type": "string"}}
@@ -612,6 +612,7 @@ async fn custom_resources_status_generation_and_validation() {
         .await
         .expect("create CR");
     assert_eq!(created.metadata.generation, Some(1));
+    assert_eq!(created.data["spec"]["mode"], "Automatic", "schema defaults are applied");
     assert!(
         created.data.get("status").is_none(),
         "status is ignored on create"

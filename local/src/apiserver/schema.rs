@@ -3,7 +3,9 @@
 //! Supported keywords: `type`, `nullable`, `required`, `properties`, `items`, `enum`,
 //! `additionalProperties` (boolean or schema), `x-kubernetes-preserve-unknown-fields`,
 //! `x-kubernetes-int-or-string`, `x-kubernetes-embedded-resource`, `minimum`, `maximum`,
-//! `minLength`, `maxLength`, `minItems`, `maxItems` and `allOf` (each sub-schema is checked).
+//! `minLength`, `maxLength`, `minItems`, `maxItems`, `allOf` (each sub-schema is checked) and
+//! `default` (missing properties get their default before validation, on the value being
+//! stored).
 //! `pattern`, `format`, `anyOf`/`oneOf`/`not` and CEL `x-kubernetes-validations` are not checked.
 
 use serde_json::{Map, Value};
@@ -28,8 +30,9 @@ pub fn validate_against_schema(value: &Value, schema: &Value) -> SchemaReport {
     prune_and_validate(&mut copy, schema)
 }
 
-/// Validates `value` against `schema` and removes unknown fields (structural pruning), as the
-/// real API server does when it stores a custom resource.
+/// Validates `value` against `schema`, fills in `default`s of missing properties and removes
+/// unknown fields (structural pruning), as the real API server does when it stores a custom
+/// resource.
 pub fn prune_and_validate(value: &mut Value, schema: &Value) -> SchemaReport {
     let mut report = SchemaReport::default();
     walk(value, schema, "", true, &mut report);
@@ -198,6 +201,14 @@ fn walk_object(
 ) {
     let embedded = flag(schema, "x-kubernetes-embedded-resource");
     let implicit = |k: &str| (root || embedded) && matches!(k, "apiVersion" | "kind" | "metadata");
+    // Defaulting comes before validation, as on the real server.
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (k, s) in props {
+            if let (false, Some(d)) = (map.contains_key(k), s.get("default")) {
+                map.insert(k.clone(), d.clone());
+            }
+        }
+    }
     if let Some(req) = schema.get("required").and_then(Value::as_array) {
         for r in req.iter().filter_map(Value::as_str) {
             if map.get(r).is_none_or(Value::is_null) {
@@ -326,6 +337,16 @@ mod tests {
         assert_eq!(r.unknown_fields, ["spec.bogus"]);
         assert!(obj["spec"].get("bogus").is_none());
         assert_eq!(obj["spec"]["free"]["x"], 1);
+    }
+
+    #[test]
+    fn defaults_fill_missing_properties() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "default": {},
+            "required": ["mode"], "properties": {"mode": {"type": "string", "default": "auto"}, "n": {"type": "integer"}}}}});
+        let mut obj = json!({"metadata": {"name": "a"}});
+        let r = prune_and_validate(&mut obj, &schema);
+        assert!(r.errors.is_empty(), "{r:?}");
+        assert_eq!(obj["spec"], json!({"mode": "auto"}));
     }
 
     #[test]
