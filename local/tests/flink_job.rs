@@ -157,3 +157,36 @@ async fn a_scaled_clock_runs_a_job_beside_real_time_exactly_once() {
     assert!(report.is_exactly_once(), "{report}");
     assert!(report.expected > 10_000, "{report}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_intermediate_savepoint_commits_nothing_and_stop_with_savepoint_commits_everything() {
+    let env = env(SinkMode::Transactional).await;
+    // No periodic checkpoints: only savepoints could commit.
+    start(&env, &deployment("orders", 2, &[])).await;
+    env.flink
+        .advance(20_000, 1000, WAIT)
+        .await
+        .expect("time passes");
+    let job = env.flink.job(&dref("orders")).expect("job");
+    let pending = env.flink.ledger().pending();
+    assert!(pending > 0);
+    let request = job.trigger_savepoint(false).expect("triggered");
+    assert!(matches!(
+        job.await_savepoint(&request, WAIT).await,
+        Ok(bluegreen_local::flink::SavepointOp::Completed { .. })
+    ));
+    assert!(
+        env.flink.ledger().emissions().is_empty(),
+        "an intermediate savepoint commits nothing"
+    );
+    let request = job.trigger_savepoint(true).expect("triggered");
+    job.await_savepoint(&request, WAIT)
+        .await
+        .expect("stop-with-savepoint ends");
+    assert_eq!(
+        job.await_terminal(WAIT).await.expect("stops"),
+        JobState::Finished
+    );
+    assert_eq!(env.flink.ledger().pending(), 0);
+    assert!(env.flink.ledger().emissions().len() as u64 >= pending);
+}
