@@ -1,0 +1,387 @@
+//! Every failure path of a handover, each ending in a stated condition, with the ledger's figures.
+
+use std::time::Duration;
+
+use bluegreen_controller::resource::FlinkBlueGreenDeployment;
+use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
+use bluegreen_local::flink::{DeploymentRef, JobFailure, JobState, RestFault};
+use bluegreen_protocol::Color;
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn d(name: &str) -> DeploymentRef {
+    DeploymentRef::new(NAMESPACE, name)
+}
+
+fn condition(f: &FlinkBlueGreenDeployment, type_: &str) -> (String, String) {
+    f.status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+        .map(|c| (c.status.clone(), c.reason.clone()))
+        .unwrap_or_default()
+}
+
+async fn running_blue() -> anyhow::Result<LocalStack> {
+    let mut stack = LocalStack::start(StackOptions::default()).await?;
+    stack.start_controller();
+    let mut spec = orders_job("v1", 2);
+    spec.coordination.abort_grace_period = "3s".into();
+    spec.coordination.savepoint.backoff = "100ms".into();
+    stack.create("orders", spec).await?;
+    stack.wait_steady("orders", Color::Blue, WAIT).await?;
+    Ok(stack)
+}
+
+async fn set_image(stack: &LocalStack, version: &str) -> anyhow::Result<()> {
+    stack
+        .patch_spec(
+            "orders",
+            json!({"template": {"spec": {"image": format!("example.com/orders:{version}")}}}),
+        )
+        .await
+}
+
+async fn assert_exactly_once(stack: &LocalStack) -> anyhow::Result<()> {
+    let report = stack.report("orders").await?;
+    println!("{report}");
+    assert!(report.is_exactly_once_by_owner(), "{report}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incoming_job_that_crash_loops_is_aborted_and_blue_keeps_emitting() -> anyhow::Result<()>
+{
+    let stack = running_blue().await?;
+    stack.flink.faults().crash_loop(&d("orders-green"), true);
+    set_image(&stack, "v2-broken").await?;
+    let aborted = stack
+        .wait_for("orders", WAIT, "abort", |f| {
+            f.status.as_ref().is_some_and(|s| {
+                s.transition.is_none() && s.history.first().is_some_and(|h| h.outcome == "Aborted")
+            })
+        })
+        .await?;
+    let status = aborted.status.clone().expect("status");
+    assert_eq!(status.active_color, Some(Color::Blue));
+    assert_eq!(
+        condition(&aborted, "Degraded"),
+        ("True".into(), "HandoverAborted".into())
+    );
+    assert!(
+        status.history[0]
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("Incoming"),
+        "{:?}",
+        status.history[0]
+    );
+    assert!(
+        stack.flink.job(&d("orders-green")).is_none_or(|j| matches!(
+            j.view().state,
+            JobState::Failed | JobState::Canceled | JobState::Finished
+        )),
+        "green is gone"
+    );
+    assert_exactly_once(&stack).await?;
+    // Fixed image: the next handover goes through.
+    stack.flink.faults().crash_loop(&d("orders-green"), false);
+    set_image(&stack, "v3").await?;
+    let done = stack.wait_steady("orders", Color::Green, WAIT).await?;
+    assert_eq!(condition(&done, "Degraded").0, "False");
+    assert_exactly_once(&stack).await?;
+    stack.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_incoming_job_is_aborted_after_the_grace_period() -> anyhow::Result<()> {
+    let stack = running_blue().await?;
+    stack
+        .flink
+        .faults()
+        .slow_start(&d("orders-green"), 3_600_000);
+    set_image(&stack, "v2-slow").await?;
+    let aborted = stack
+        .wait_for("orders", WAIT, "abort", |f| {
+            condition(f, "Degraded").1 == "HandoverAborted"
+        })
+        .await?;
+    let reason = aborted
+        .status
+        .as_ref()
+        .and_then(|s| s.history.first())
+        .and_then(|h| h.reason.clone())
+        .unwrap_or_default();
+    assert!(reason.starts_with("IncomingNotRunning"), "{reason}");
+    assert_exactly_once(&stack).await?;
+    stack.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_savepoints_are_retried_then_given_up_without_touching_blue() -> anyhow::Result<()> {
+    let stack = running_blue().await?;
+    // One failure: retried after the backoff, the handover completes.
+    stack
+        .flink
+        .faults()
+        .fail_next_savepoints(&d("orders-blue"), 1);
+    set_image(&stack, "v2").await?;
+    stack.wait_steady("orders", Color::Green, WAIT).await?;
+    assert_exactly_once(&stack).await?;
+    // Three failures: given up (maxAttempts 3), nothing deployed, green untouched.
+    stack
+        .flink
+        .faults()
+        .fail_next_savepoints(&d("orders-green"), 3);
+    set_image(&stack, "v3").await?;
+    let aborted = stack
+        .wait_for("orders", WAIT, "savepoint give-up", |f| {
+            condition(f, "Degraded").1 == "SavepointFailed"
+                || condition(f, "Degraded").1 == "HandoverAborted"
+        })
+        .await?;
+    let status = aborted.status.clone().expect("status");
+    assert_eq!(status.active_color, Some(Color::Green));
+    assert!(
+        status.history[0]
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("SavepointFailed")
+    );
+    assert!(
+        stack.flink.job(&d("orders-blue")).is_none_or(|j| matches!(
+            j.view().state,
+            JobState::Failed | JobState::Canceled | JobState::Finished
+        )),
+        "no blue was created"
+    );
+    assert_exactly_once(&stack).await?;
+    stack.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_rest_api_pauses_the_handover_until_it_heals() -> anyhow::Result<()> {
+    let stack = running_blue().await?;
+    stack
+        .flink
+        .faults()
+        .rest(&d("orders-blue"), RestFault::ServerError);
+    set_image(&stack, "v2").await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let paused = stack.fbgds().get("orders").await?;
+    assert_eq!(
+        paused.status.as_ref().and_then(|s| s.active_color),
+        Some(Color::Blue)
+    );
+    stack
+        .flink
+        .faults()
+        .rest(&d("orders-blue"), RestFault::Healthy);
+    stack.wait_steady("orders", Color::Green, WAIT).await?;
+    assert_exactly_once(&stack).await?;
+    stack.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_change_before_w_is_set_restarts_the_handover_with_the_newest_template()
+-> anyhow::Result<()> {
+    let stack = running_blue().await?;
+    stack.flink.faults().slow_start(&d("orders-green"), 60_000);
+    set_image(&stack, "v2").await?;
+    stack
+        .wait_for("orders", WAIT, "green deploying", |f| {
+            f.status
+                .as_ref()
+                .and_then(|s| s.transition.as_ref())
+                .is_some_and(|t| format!("{:?}", t.phase) == "Deploying")
+        })
+        .await?;
+    stack.flink.faults().slow_start(&d("orders-green"), 0);
+    set_image(&stack, "v3").await?;
+    let done = stack.wait_steady("orders", Color::Green, WAIT).await?;
+    let status = done.status.expect("status");
+    assert_eq!(status.history[0].outcome, "Promoted");
+    assert!(
+        status.history[1]
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("SpecChanged")
+    );
+    let green = stack.fbgds().get("orders").await?;
+    assert_eq!(
+        green.spec.template.spec.image.as_deref(),
+        Some("example.com/orders:v3")
+    );
+    assert_exactly_once(&stack).await?;
+    stack.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manual_promotion_waits_for_the_annotation() -> anyhow::Result<()> {
+    let stack = running_blue().await?;
+    stack
+        .patch_spec("orders", json!({"coordination": {"promotion": "manual"}}))
+        .await?;
+    set_image(&stack, "v2").await?;
+    stack
+        .wait_for("orders", WAIT, "awaiting promotion", |f| {
+            condition(f, "Progressing").1 == "AwaitingPromotion"
+        })
+        .await?;
+    let patch = json!({"metadata": {"annotations": {"bluegreen.dev/action": "promote"}}});
+    stack
+        .fbgds()
+        .patch("orders", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let done = stack.wait_steady("orders", Color::Green, WAIT).await?;
+    assert!(
+        !done
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("bluegreen.dev/action")
+    );
+    assert_exactly_once(&stack).await?;
+    stack.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_spec_is_reported_and_leaves_the_running_job_untouched() -> anyhow::Result<()> {
+    let stack = running_blue().await?;
+    let before = stack
+        .flink
+        .job(&d("orders-blue"))
+        .expect("blue job")
+        .job_id
+        .clone();
+    stack
+        .patch_spec("orders", json!({"coordination": {"abortGracePeriod": "soon"}, "template": {"spec": {"image": "example.com/orders:v2"}}}))
+        .await?;
+    let degraded = stack
+        .wait_for("orders", WAIT, "InvalidSpec", |f| {
+            condition(f, "Degraded").1 == "InvalidSpec"
+        })
+        .await?;
+    let message = degraded
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Degraded"))
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(
+        message.contains("spec.coordination.abortGracePeriod"),
+        "{message}"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let status = stack.fbgds().get("orders").await?.status.expect("status");
+    assert!(status.transition.is_none());
+    assert_eq!(
+        stack.flink.job(&d("orders-blue")).expect("blue job").job_id,
+        before
+    );
+    assert_exactly_once(&stack).await?;
+    stack.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outgoing_job_failing_and_restarting_during_the_handover_loses_nothing()
+-> anyhow::Result<()> {
+    let stack = running_blue().await?;
+    stack
+        .flink
+        .faults()
+        .delay_savepoints(&d("orders-blue"), 2_000);
+    set_image(&stack, "v2").await?;
+    stack
+        .wait_for("orders", WAIT, "toggle set", |f| {
+            f.status
+                .as_ref()
+                .and_then(|s| s.transition.as_ref())
+                .is_some_and(|t| format!("{:?}", t.phase) == "ToggleSet")
+        })
+        .await?;
+    stack
+        .flink
+        .faults()
+        .fail_job_now(&d("orders-blue"), JobFailure::Restart);
+    stack.wait_steady("orders", Color::Green, WAIT).await?;
+    assert_exactly_once(&stack).await?;
+    stack.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incoming_job_failing_after_w_is_set_is_repaired_forward_without_loss()
+-> anyhow::Result<()> {
+    let stack = running_blue().await?;
+    // Keep green from being promoted for a while: it needs 40 checkpoints.
+    stack
+        .patch_spec(
+            "orders",
+            json!({"coordination": {"health": {"minCheckpoints": 40}}}),
+        )
+        .await?;
+    set_image(&stack, "v2").await?;
+    stack
+        .wait_for("orders", WAIT, "toggle set", |f| {
+            f.status
+                .as_ref()
+                .and_then(|s| s.transition.as_ref())
+                .is_some_and(|t| format!("{:?}", t.phase) == "ToggleSet")
+        })
+        .await?;
+    let green = d("orders-green");
+    stack
+        .flink
+        .wait_for_job(&green, WAIT, |v| {
+            v.completed_checkpoints >= 2 && v.gates.iter().all(|g| g.snapshot().passed > 0)
+        })
+        .await?;
+    let failed_job = stack.flink.job(&green).expect("green job").job_id.clone();
+    stack
+        .flink
+        .faults()
+        .fail_job_now(&green, JobFailure::Permanent);
+    let degraded = stack
+        .wait_for("orders", WAIT, "IncomingFailedAfterToggle", |f| {
+            condition(f, "Degraded").1 == "IncomingFailedAfterToggle"
+        })
+        .await?;
+    assert_eq!(
+        degraded.status.as_ref().and_then(|s| s.active_color),
+        Some(Color::Blue),
+        "never aborted after W"
+    );
+    // The fix: a new template (here, back to the old image) is applied to green in place, from
+    // green's own latest checkpoint; the handover then completes.
+    stack.flink.faults().clear(&green);
+    stack
+        .patch_spec("orders", json!({"coordination": {"health": {"minCheckpoints": 1}}, "template": {"spec": {"image": "example.com/orders:v1"}}}))
+        .await?;
+    stack.wait_steady("orders", Color::Green, WAIT).await?;
+    let (restored, _) = stack
+        .flink
+        .job(&green)
+        .expect("green job")
+        .view()
+        .restored
+        .expect("green restored its state");
+    assert_eq!(
+        restored.job_id, failed_job,
+        "green resumed from the failed green job's own state"
+    );
+    assert_exactly_once(&stack).await?;
+    stack.shutdown().await;
+    Ok(())
+}
