@@ -142,7 +142,7 @@ pub struct SharedState {
     changed: Condvar,
     notify: tokio::sync::watch::Sender<u64>,
     /// The raw data of the last offer accepted through [`SharedState::offer_data`], numbered.
-    accepted_data: tokio::sync::watch::Sender<Option<(u64, Arc<BTreeMap<String, String>>)>>,
+    accepted_data: tokio::sync::watch::Sender<AcceptedSlot>,
     options: StateOptions,
     clock_base: Instant,
     /// Nanoseconds after `clock_base` of the last confirmation; `u64::MAX` before the first.
@@ -152,6 +152,9 @@ pub struct SharedState {
 }
 
 const NEVER: u64 = u64::MAX;
+
+/// The raw data of the last accepted offer with its number (see [`SharedState::accepted_data`]).
+type AcceptedSlot = Option<(u64, Arc<BTreeMap<String, String>>)>;
 
 impl SharedState {
     /// A state holder with no state yet (every gate holds every record until the first valid
@@ -287,9 +290,7 @@ impl SharedState {
     /// number that grows by one whenever that data changes (unknown keys included). Refused data
     /// never shows here. The receiver is notified of every change, so bindings (the sidecar, the
     /// JNI shim) can serve the last accepted data verbatim to gates that re-parse it.
-    pub fn accepted_data(
-        &self,
-    ) -> tokio::sync::watch::Receiver<Option<(u64, Arc<BTreeMap<String, String>>)>> {
+    pub fn accepted_data(&self) -> tokio::sync::watch::Receiver<AcceptedSlot> {
         self.accepted_data.subscribe()
     }
 

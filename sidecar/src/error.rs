@@ -1,0 +1,18 @@
+//! The sidecar crate's one error type.
+
+/// Everything that can go wrong in the sidecar.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A `wait` parameter that is not a whole number of `ms` or `s`.
+    #[error("wait={value:?}: expected a whole number with unit ms or s, e.g. 30000ms or 30s")]
+    InvalidWait {
+        /// The value as received.
+        value: String,
+    },
+    /// Registering the gate's metrics failed.
+    #[error(transparent)]
+    Gate(#[from] bluegreen_gate::Error),
+    /// Binding or serving the HTTP listener failed.
+    #[error("serving HTTP: {0}")]
+    Io(#[from] std::io::Error),
+}
