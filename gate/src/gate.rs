@@ -18,7 +18,8 @@ pub(crate) struct AppliedView {
 
 /// The part of a gate other threads read (metrics, snapshots). Written only by the gate's own
 /// thread, with plain relaxed stores (one writer, so no read-modify-write is needed), when it
-/// [flushes](Gate::flush): every [`FLUSH_EVERY`] records, on every state change, on
+/// [flushes](Gate::flush): whenever one of its counts reaches a multiple of [`FLUSH_EVERY`], on
+/// every state change, on
 /// [`Gate::refresh`] and after each batch. On its own cache lines so that gates on different
 /// threads never share one.
 #[derive(Debug)]
@@ -120,8 +121,9 @@ impl GateHandle {
     }
 }
 
-/// How many records a gate decides between two publications of its counters to other threads
-/// (at most; state changes, [`Gate::refresh`] and batches publish at once).
+/// A gate publishes its counters to other threads whenever its count of passed, dropped or held
+/// records reaches a multiple of this (so they lag by fewer than `3 * FLUSH_EVERY` records), and
+/// at once on state changes, [`Gate::refresh`] and after batches.
 pub const FLUSH_EVERY: u64 = 1024;
 
 /// The gate of one subtask: decides every record by its event time.
@@ -133,8 +135,8 @@ pub const FLUSH_EVERY: u64 = 1024;
 /// and the gate's own counters, which it publishes to other threads (relaxed stores) every
 /// [`FLUSH_EVERY`] records and whenever it applies a new state. Reported progress is therefore
 /// exact where it matters: a [`GateSnapshot`] that shows a state also shows the maximum event
-/// time passed before it; counts seen from other threads lag by at most [`FLUSH_EVERY`] records
-/// (or until the next [`refresh`](Self::refresh)).
+/// time passed before it; counts seen from other threads lag by fewer than `3 * FLUSH_EVERY`
+/// records (or until the next [`refresh`](Self::refresh)).
 ///
 /// Reported progress (see [`GateSnapshot::applied`]) changes only on the gate's thread, when it
 /// decides a record or calls [`refresh`](Self::refresh); an idle subtask should call `refresh` on
@@ -143,9 +145,8 @@ pub const FLUSH_EVERY: u64 = 1024;
 pub struct Gate {
     generation: u64,
     rule: Rule,
-    passed: u64,
-    dropped: u64,
-    held: u64,
+    /// Records per [`Decision`], indexed by its discriminant (one increment per record).
+    counts: [u64; 3],
     max_passed: i64,
     restored: bool,
     cell: Arc<GateCell>,
@@ -162,9 +163,7 @@ impl Gate {
         let mut gate = Self {
             generation: u64::MAX,
             rule: Rule::HOLD,
-            passed: 0,
-            dropped: 0,
-            held: 0,
+            counts: [0; 3],
             max_passed: i64::MIN,
             restored: false,
             cell,
@@ -198,8 +197,7 @@ impl Gate {
     pub fn decide(&mut self, event_time_ms: i64) -> Decision {
         self.sync();
         let decision = self.rule.decide(event_time_ms);
-        self.record(decision, event_time_ms);
-        if (self.passed + self.dropped + self.held) % FLUSH_EVERY == 0 {
+        if self.record(decision, event_time_ms) % FLUSH_EVERY == 0 {
             self.flush();
         }
         decision
@@ -215,7 +213,7 @@ impl Gate {
         for (&t, out) in event_times[..n].iter().zip(&mut decisions[..n]) {
             let decision = rule.decide(t);
             *out = decision;
-            self.record(decision, t);
+            let _ = self.record(decision, t);
         }
         self.flush();
         n
@@ -289,9 +287,10 @@ impl Gate {
     /// Publishes the gate's counters and maximum passed event time to other threads (handles,
     /// metrics) now.
     pub fn flush(&mut self) {
-        self.cell.passed.store(self.passed, Ordering::Relaxed);
-        self.cell.dropped.store(self.dropped, Ordering::Relaxed);
-        self.cell.held.store(self.held, Ordering::Relaxed);
+        let [passed, dropped, held] = self.counts;
+        self.cell.passed.store(passed, Ordering::Relaxed);
+        self.cell.dropped.store(dropped, Ordering::Relaxed);
+        self.cell.held.store(held, Ordering::Relaxed);
         self.cell
             .max_passed
             .store(self.max_passed, Ordering::Relaxed);
@@ -307,7 +306,7 @@ impl Gate {
 
     /// The gate's progress now (exact: read on the gate's own thread).
     pub fn snapshot(&self) -> GateSnapshot {
-        let (passed, dropped, held) = (self.passed, self.dropped, self.held);
+        let [passed, dropped, held] = self.counts;
         let applied = *self
             .cell
             .applied
@@ -334,7 +333,7 @@ impl Gate {
         self.sync();
         let decision = self.rule.decide(event_time_ms);
         (decision != Decision::Hold).then(|| {
-            self.record(decision, event_time_ms);
+            let _ = self.record(decision, event_time_ms);
             decision
         })
     }
@@ -388,12 +387,12 @@ impl Gate {
         };
     }
 
+    /// Counts one decision and returns the new count of its kind.
     #[inline]
-    fn record(&mut self, decision: Decision, event_time_ms: i64) {
-        // Branch-free counting as well.
-        self.passed += u64::from(decision == Decision::Pass);
-        self.dropped += u64::from(decision == Decision::Drop);
-        self.held += u64::from(decision == Decision::Hold);
+    fn record(&mut self, decision: Decision, event_time_ms: i64) -> u64 {
+        let count = &mut self.counts[decision as usize];
+        *count += 1;
+        let count = *count;
         // Branch-free: decisions on both sides of W interleave unpredictably during a handover.
         let passed = if decision == Decision::Pass {
             event_time_ms
@@ -401,6 +400,7 @@ impl Gate {
             i64::MIN
         };
         self.max_passed = self.max_passed.max(passed);
+        count
     }
 }
 
