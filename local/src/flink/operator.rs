@@ -496,8 +496,15 @@ impl Actor {
                         return;
                     }
                     Some(Msg::Apply(obj)) => {
-                        self.retry = None;
-                        self.on_spec(obj).await;
+                        // A status write echoes back as an event of the same generation: it must
+                        // not pull a pending retry forward.
+                        let pending_same_spec = self.retry.as_ref().is_some_and(|(pending, _)| {
+                            pending.metadata.generation == obj.metadata.generation
+                        });
+                        if !pending_same_spec {
+                            self.retry = None;
+                            self.on_spec(obj).await;
+                        }
                     }
                 },
                 () = timer => self.on_timer().await,

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 pub const NS: &str = "default";
 /// Every wait in these tests is bounded by this (wall clock).
-pub const WAIT: Duration = Duration::from_secs(5);
+pub const WAIT: Duration = Duration::from_secs(20);
 
 pub struct Env {
     pub server: LocalApiServer,
