@@ -197,7 +197,10 @@ impl Gate {
     pub fn decide(&mut self, event_time_ms: i64) -> Decision {
         self.sync();
         let decision = self.rule.decide(event_time_ms);
-        if self.record(decision, event_time_ms) % FLUSH_EVERY == 0 {
+        if self
+            .record(decision, event_time_ms)
+            .is_multiple_of(FLUSH_EVERY)
+        {
             self.flush();
         }
         decision
