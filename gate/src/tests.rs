@@ -526,3 +526,33 @@ fn watch_event_with_bad_data_is_refused() {
     assert_eq!(rejected(&shared, "UnsupportedVersion"), 1);
     assert_eq!(shared.current(), Some(running(1, Color::Blue)));
 }
+
+#[test]
+fn accepted_data_keeps_only_accepted_raw_data() {
+    let shared = shared();
+    let slot = shared.accepted_data();
+    assert!(slot.borrow().is_none());
+    let mut data = running(1, Color::Blue).to_data();
+    data.insert("is-first-deployment".to_owned(), "true".to_owned());
+    shared.offer_data(&data).expect("first");
+    assert_eq!(
+        slot.borrow().as_ref().map(|(n, d)| (*n, (**d).clone())),
+        Some((1, data.clone()))
+    );
+    // The same data again does not renumber; refused data never shows.
+    shared.offer_data(&data).expect("replay");
+    let stale = running(0, Color::Blue).to_data();
+    assert!(shared.offer_data(&stale).is_err());
+    assert_eq!(slot.borrow().as_ref().map(|(n, _)| *n), Some(1));
+    // States offered without raw data leave the slot alone.
+    shared
+        .offer(state(2, Stage::Transitioning, Color::Green, Toggle::NotSet))
+        .expect("step");
+    assert_eq!(slot.borrow().as_ref().map(|(n, _)| *n), Some(1));
+    let next = state(2, Stage::Transitioning, Color::Green, Toggle::Proposed(W)).to_data();
+    shared.offer_data(&next).expect("proposal");
+    assert_eq!(
+        slot.borrow().as_ref().map(|(n, d)| (*n, (**d).clone())),
+        Some((2, next))
+    );
+}
