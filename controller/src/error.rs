@@ -37,6 +37,10 @@ pub enum Error {
     /// The resource lacks a namespace or name.
     #[error("resource has no {0}")]
     MissingMetadata(&'static str),
+    /// Deletion waits for the final savepoint (`onDelete: savepointThenDelete`); kube's
+    /// finalizer helper keeps the finalizer only when cleanup returns an error.
+    #[error("deletion waits for the final savepoint of {0}")]
+    FinalSavepointPending(String),
     /// Leader election failed.
     #[error("leader election: {0}")]
     Lease(String),
@@ -52,6 +56,7 @@ impl Error {
             Self::Coordination { .. } => "coordination",
             Self::Json(_) => "json",
             Self::MissingMetadata(_) => "metadata",
+            Self::FinalSavepointPending(_) => "final_savepoint_pending",
             Self::Lease(_) => "lease",
         }
     }

@@ -128,8 +128,8 @@ async fn cleanup(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Reque
             return Ok(Requeue::await_change());
         }
         DeletionPolicy::SavepointThenDelete => {
-            if let Some(wait) = final_savepoint(fbgd, ctx, &namespace).await? {
-                return Ok(Requeue::requeue(wait));
+            if final_savepoint(fbgd, ctx, &namespace).await? {
+                return Err(Error::FinalSavepointPending(fbgd.name_any()));
             }
         }
         DeletionPolicy::Delete => {}
@@ -156,14 +156,14 @@ async fn cleanup(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Reque
     Ok(Requeue::await_change())
 }
 
-/// Takes a savepoint of the active job before deletion; `Some(wait)` while it is in progress.
+/// Takes a savepoint of the active job before deletion; `true` while it is in progress.
 async fn final_savepoint(
     fbgd: &FlinkBlueGreenDeployment,
     ctx: &Context,
     namespace: &str,
-) -> Result<Option<Duration>> {
+) -> Result<bool> {
     let Some(active) = fbgd.status.as_ref().and_then(|s| s.active_color) else {
-        return Ok(None);
+        return Ok(false);
     };
     let child = child_name(&fbgd.name_any(), active);
     let children: Api<DynamicObject> =
@@ -173,7 +173,7 @@ async fn final_savepoint(
             .pointer("/status/jobStatus/jobId")
             .and_then(|v| v.as_str().map(str::to_owned))
     }) else {
-        return Ok(None);
+        return Ok(false);
     };
     let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, namespace, &child);
     let api: Api<FlinkBlueGreenDeployment> = Api::namespaced(ctx.client.clone(), namespace);
@@ -198,7 +198,7 @@ async fn final_savepoint(
                 &Patch::Merge(&patch),
             )
             .await?;
-            Ok(Some(Duration::from_secs(1)))
+            Ok(true)
         }
         Some(trigger) => {
             let obs = rest.observe(&job_id, Some(trigger)).await?;
@@ -213,7 +213,7 @@ async fn final_savepoint(
                     format!("final savepoint failed ({why}); deleting anyway"),
                     true,
                 ),
-                _ => return Ok(Some(Duration::from_secs(1))),
+                _ => return Ok(true),
             };
             let plan = crate::handover::Plan {
                 status: fbgd.status.clone().unwrap_or_default(),
@@ -222,7 +222,7 @@ async fn final_savepoint(
                 requeue_after: Duration::ZERO,
             };
             crate::execute::execute(ctx, fbgd, &plan).await?;
-            Ok(None)
+            Ok(false)
         }
     }
 }

@@ -12,7 +12,7 @@ use bluegreen_protocol::Color;
 use serde_json::json;
 
 const NAME: &str = "orders";
-const STEP: Duration = Duration::from_secs(120);
+const STEP: Duration = Duration::from_mins(2);
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

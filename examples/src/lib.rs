@@ -205,7 +205,7 @@ impl LocalStack {
         let active = status.active_color.context("no active color")?;
         let d = DeploymentRef::new(
             NAMESPACE,
-            &format!("{}-{}", fbgd.name_any(), active.suffix()),
+            format!("{}-{}", fbgd.name_any(), active.suffix()),
         );
         let job = self
             .flink

@@ -9,7 +9,7 @@ use bluegreen_protocol::Color;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
-const WAIT: Duration = Duration::from_secs(60);
+const WAIT: Duration = Duration::from_mins(1);
 
 fn d(name: &str) -> DeploymentRef {
     DeploymentRef::new(NAMESPACE, name)

@@ -11,7 +11,7 @@ use bluegreen_protocol::Color;
 use serde_json::json;
 use tokio::sync::watch;
 
-const WAIT: Duration = Duration::from_secs(60);
+const WAIT: Duration = Duration::from_mins(1);
 
 struct Replica {
     ctx: Arc<Context>,

@@ -10,7 +10,7 @@ use bluegreen_local::flink::DeploymentRef;
 use bluegreen_protocol::Color;
 use serde_json::json;
 
-const WAIT: Duration = Duration::from_secs(60);
+const WAIT: Duration = Duration::from_mins(1);
 const SLOW: Duration = Duration::from_millis(1500);
 
 /// What makes the phase last long enough to crash in it.

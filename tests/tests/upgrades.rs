@@ -6,7 +6,7 @@ use bluegreen_examples::{LocalStack, StackOptions, orders_job};
 use bluegreen_protocol::Color;
 use serde_json::json;
 
-const STEADY: Duration = Duration::from_secs(60);
+const STEADY: Duration = Duration::from_mins(1);
 
 async fn upgrade(stack: &LocalStack, version: &str, to: Color) -> anyhow::Result<()> {
     stack
