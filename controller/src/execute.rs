@@ -45,14 +45,7 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
                     .await?;
             }
             Action::DeleteChild(color) => {
-                match children
-                    .delete(&child_name(&name, *color), &DeleteParams::background())
-                    .await
-                {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(status)) if status.is_not_found() => {}
-                    Err(e) => return Err(e.into()),
-                }
+                delete_if_present(&children, &child_name(&name, *color)).await?;
             }
             Action::TriggerSavepoint(color) => {
                 let trigger = trigger_savepoint(ctx, &children, fbgd, *color).await?;
@@ -70,6 +63,18 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
         }
     }
     Ok(())
+}
+
+/// Deletes `name` (background propagation); a missing object is already deleted.
+pub(crate) async fn delete_if_present<K>(api: &Api<K>, name: &str) -> Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The server-side-apply body of the child of `color` from the current template.

@@ -29,12 +29,21 @@ pub fn spec(jar: &str) -> FlinkBlueGreenDeploymentSpec {
     }
 }
 
+/// Settings validated from the default spec after `edit`.
+pub fn settings(
+    edit: impl FnOnce(&mut FlinkBlueGreenDeploymentSpec),
+) -> Result<crate::settings::Settings, (String, String)> {
+    let mut s = spec("local:///job.jar");
+    edit(&mut s);
+    validate(&s).map_err(|e| (String::new(), e.to_string()))
+}
+
 /// An observation of a fresh resource at 2026-01-01T00:00:00Z with template hash `h1`.
 pub fn observed() -> Observed {
     Observed {
         now: "2026-01-01T00:00:00Z".parse().expect("timestamp"),
         generation: 1,
-        settings: validate(&spec("local:///job.jar")).map_err(|e| (String::new(), e.to_string())),
+        settings: settings(|_| {}),
         template_hash: "h1".into(),
         initial_savepoint: None,
         redeploy_nonce: None,

@@ -8,7 +8,7 @@ use bluegreen_protocol::{Color, Stage, configmap_name};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::{Action as Requeue, Controller};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::watcher;
@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::child::child_name;
 use crate::context::{Context, FINALIZER, flink_deployment_resource};
 use crate::error::{Error, Result};
-use crate::execute::execute;
+use crate::execute::{delete_if_present, execute};
 use crate::flink_rest::FlinkRest;
 use crate::handover::plan;
 use crate::observe::observe;
@@ -135,24 +135,10 @@ async fn cleanup(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Reque
         DeletionPolicy::Delete => {}
     }
     for color in Color::ALL {
-        match children
-            .delete(&child_name(&name, *color), &DeleteParams::background())
-            .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.is_not_found() => {}
-            Err(e) => return Err(e.into()),
-        }
+        delete_if_present(&children, &child_name(&name, *color)).await?;
     }
     let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
-    match configmaps
-        .delete(&configmap_name(&name), &DeleteParams::background())
-        .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.is_not_found() => {}
-        Err(e) => return Err(e.into()),
-    }
+    delete_if_present(&configmaps, &configmap_name(&name)).await?;
     Ok(Requeue::await_change())
 }
 

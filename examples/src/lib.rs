@@ -10,7 +10,7 @@ use anyhow::{Context as _, bail};
 use bluegreen_controller::context::Context;
 use bluegreen_controller::resource::{
     Coordination, FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, FlinkDeploymentSpec,
-    FlinkDeploymentTemplate, JobSpec, ToggleChoice,
+    FlinkDeploymentTemplate, JobSpec, Phase, ToggleChoice,
 };
 use bluegreen_local::apiserver::{LocalApiServer, Options};
 use bluegreen_local::flink::crd::install_flink_deployment_crd;
@@ -174,6 +174,22 @@ impl LocalStack {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// Waits until a handover of `name` is in `phase`.
+    pub async fn wait_phase(
+        &self,
+        name: &str,
+        phase: Phase,
+        timeout: Duration,
+    ) -> anyhow::Result<FlinkBlueGreenDeployment> {
+        self.wait_for(name, timeout, &format!("phase {phase:?}"), |f| {
+            f.status
+                .as_ref()
+                .and_then(|s| s.transition.as_ref())
+                .is_some_and(|t| t.phase == phase)
+        })
+        .await
     }
 
     /// Waits until `name` runs `color` alone with no handover in progress.

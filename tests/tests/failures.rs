@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use bluegreen_controller::resource::FlinkBlueGreenDeployment;
+use bluegreen_controller::resource::{FlinkBlueGreenDeployment, Phase};
 use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
 use bluegreen_local::flink::{DeploymentRef, JobFailure, JobState, RestFault};
 use bluegreen_protocol::Color;
@@ -195,14 +195,7 @@ async fn a_spec_change_before_w_is_set_restarts_the_handover_with_the_newest_tem
     let stack = running_blue().await?;
     stack.flink.faults().slow_start(&d("orders-green"), 60_000);
     set_image(&stack, "v2").await?;
-    stack
-        .wait_for("orders", WAIT, "green deploying", |f| {
-            f.status
-                .as_ref()
-                .and_then(|s| s.transition.as_ref())
-                .is_some_and(|t| format!("{:?}", t.phase) == "Deploying")
-        })
-        .await?;
+    stack.wait_phase("orders", Phase::Deploying, WAIT).await?;
     stack.flink.faults().slow_start(&d("orders-green"), 0);
     set_image(&stack, "v3").await?;
     let done = stack.wait_steady("orders", Color::Green, WAIT).await?;
@@ -303,14 +296,7 @@ async fn the_outgoing_job_failing_and_restarting_during_the_handover_loses_nothi
         .faults()
         .delay_savepoints(&d("orders-blue"), 2_000);
     set_image(&stack, "v2").await?;
-    stack
-        .wait_for("orders", WAIT, "toggle set", |f| {
-            f.status
-                .as_ref()
-                .and_then(|s| s.transition.as_ref())
-                .is_some_and(|t| format!("{:?}", t.phase) == "ToggleSet")
-        })
-        .await?;
+    stack.wait_phase("orders", Phase::ToggleSet, WAIT).await?;
     stack
         .flink
         .faults()
@@ -333,14 +319,7 @@ async fn an_incoming_job_failing_after_w_is_set_is_repaired_forward_without_loss
         )
         .await?;
     set_image(&stack, "v2").await?;
-    stack
-        .wait_for("orders", WAIT, "toggle set", |f| {
-            f.status
-                .as_ref()
-                .and_then(|s| s.transition.as_ref())
-                .is_some_and(|t| format!("{:?}", t.phase) == "ToggleSet")
-        })
-        .await?;
+    stack.wait_phase("orders", Phase::ToggleSet, WAIT).await?;
     let green = d("orders-green");
     stack
         .flink

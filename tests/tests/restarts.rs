@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use bluegreen_controller::resource::Phase;
 use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
 use bluegreen_local::apiserver::{RequestMatch, Verb};
 use bluegreen_local::flink::DeploymentRef;
@@ -21,7 +22,7 @@ enum Slow {
     Request(RequestMatch),
 }
 
-async fn crash_in(phase: &str, slow: Slow, abort: bool) -> anyhow::Result<()> {
+async fn crash_in(phase: Phase, slow: Slow, abort: bool) -> anyhow::Result<()> {
     let mut stack = LocalStack::start(StackOptions::default()).await?;
     stack.start_controller();
     let mut spec = orders_job("v1", 2);
@@ -45,14 +46,7 @@ async fn crash_in(phase: &str, slow: Slow, abort: bool) -> anyhow::Result<()> {
             json!({"template": {"spec": {"image": "example.com/orders:v2"}}}),
         )
         .await?;
-    stack
-        .wait_for("orders", WAIT, &format!("phase {phase}"), |f| {
-            f.status
-                .as_ref()
-                .and_then(|s| s.transition.as_ref())
-                .is_some_and(|t| format!("{:?}", t.phase) == phase)
-        })
-        .await?;
+    stack.wait_phase("orders", phase, WAIT).await?;
     stack.crash_controller().await;
     stack.server.faults().clear();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -73,7 +67,7 @@ async fn crash_in(phase: &str, slow: Slow, abort: bool) -> anyhow::Result<()> {
     );
     assert_eq!(status.epoch, 1);
     let report = stack.report("orders").await?;
-    println!("crash in {phase}: {report}");
+    println!("crash in {phase:?}: {report}");
     assert!(report.is_exactly_once_by_owner(), "{report}");
     stack.shutdown().await;
     Ok(())
@@ -85,18 +79,23 @@ fn request(verb: Verb, resource: &str) -> Slow {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_while_snapshotting_resumes() -> anyhow::Result<()> {
-    crash_in("Snapshotting", Slow::Savepoint(40_000), false).await
+    crash_in(Phase::Snapshotting, Slow::Savepoint(40_000), false).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_while_deploying_the_incoming_job_resumes() -> anyhow::Result<()> {
-    crash_in("Deploying", request(Verb::Patch, "flinkdeployments"), false).await
+    crash_in(
+        Phase::Deploying,
+        request(Verb::Patch, "flinkdeployments"),
+        false,
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_while_confirming_w_resumes() -> anyhow::Result<()> {
     crash_in(
-        "ConfirmingToggle",
+        Phase::ConfirmingToggle,
         request(Verb::Update, "configmaps"),
         false,
     )
@@ -105,13 +104,13 @@ async fn a_crash_while_confirming_w_resumes() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_after_w_is_set_resumes() -> anyhow::Result<()> {
-    crash_in("ToggleSet", request(Verb::Update, "configmaps"), false).await
+    crash_in(Phase::ToggleSet, request(Verb::Update, "configmaps"), false).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_after_promotion_resumes() -> anyhow::Result<()> {
     crash_in(
-        "ClearToTeardown",
+        Phase::ClearToTeardown,
         request(Verb::Update, "configmaps"),
         false,
     )
@@ -121,7 +120,7 @@ async fn a_crash_after_promotion_resumes() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_while_tearing_down_resumes_forward() -> anyhow::Result<()> {
     crash_in(
-        "TearingDown",
+        Phase::TearingDown,
         request(Verb::Delete, "flinkdeployments"),
         false,
     )
@@ -130,5 +129,10 @@ async fn a_crash_while_tearing_down_resumes_forward() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_while_aborting_resumes_the_abort() -> anyhow::Result<()> {
-    crash_in("Aborting", request(Verb::Delete, "flinkdeployments"), true).await
+    crash_in(
+        Phase::Aborting,
+        request(Verb::Delete, "flinkdeployments"),
+        true,
+    )
+    .await
 }

@@ -569,19 +569,24 @@ impl Planner<'_> {
         self.obs.child(t.to).cloned().unwrap_or_default()
     }
 
+    /// The incoming child; `None` (after starting the abort) when its job failed before W is set.
+    fn incoming_unless_failed(&mut self) -> Option<ChildObs> {
+        let incoming = self.incoming();
+        if !incoming.failed() {
+            return Some(incoming);
+        }
+        let why = incoming.error.unwrap_or_else(|| "job FAILED".into());
+        let message = format!("the incoming job failed before W was set: {why}");
+        self.abort("IncomingFailed", &message, true);
+        None
+    }
+
     fn awaiting_incoming(&mut self, settings: &Settings, outgoing: &ChildObs) {
         let t = self.transition().clone();
         self.ensure_child(t.to, &t.template_hash, t.restore_path.clone());
-        let incoming = self.incoming();
-        if incoming.failed() {
-            let why = incoming.error.unwrap_or_else(|| "job FAILED".into());
-            self.abort(
-                "IncomingFailed",
-                &format!("the incoming job failed before W was set: {why}"),
-                true,
-            );
+        let Some(incoming) = self.incoming_unless_failed() else {
             return;
-        }
+        };
         if !incoming.running() {
             self.wait_or_abort(
                 settings,
@@ -625,14 +630,7 @@ impl Planner<'_> {
     fn confirming_toggle(&mut self, settings: &Settings, outgoing: &ChildObs) {
         let t = self.transition().clone();
         let w = t.toggle.expect("W is proposed in ConfirmingToggle");
-        let incoming = self.incoming();
-        if incoming.failed() {
-            let why = incoming.error.unwrap_or_else(|| "job FAILED".into());
-            self.abort(
-                "IncomingFailed",
-                &format!("the incoming job failed before W was set: {why}"),
-                true,
-            );
+        if self.incoming_unless_failed().is_none() {
             return;
         }
         let acked = outgoing

@@ -3,10 +3,9 @@
 use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 
 use super::{Action, plan};
-use crate::fixtures::{observed, running, with_child};
+use crate::fixtures::{observed, running, settings, with_child};
 use crate::observed::{ConfigMapObs, ManualAction, Observed, SavepointObs};
 use crate::resource::{Phase, RestoreFrom, Transition};
-use crate::settings::validate;
 
 const MINUTE: i64 = 60_000;
 
@@ -248,12 +247,7 @@ fn a_savepoint_that_takes_too_long_counts_as_failed() {
 #[test]
 fn restore_from_last_checkpoint_skips_the_savepoint() {
     let mut obs = steady_blue("h2");
-    obs.settings = validate(&{
-        let mut s = crate::fixtures::spec("local:///job.jar");
-        s.coordination.restore_from = RestoreFrom::LastCheckpoint;
-        s
-    })
-    .map_err(|e| (String::new(), e.to_string()));
+    obs.settings = settings(|s| s.coordination.restore_from = RestoreFrom::LastCheckpoint);
     let p = plan(&obs);
     assert_eq!(transition(&p).phase, Phase::Deploying);
     assert!(p.actions.contains(&Action::ApplyChild {
@@ -498,12 +492,7 @@ fn manual_promotion_waits_for_the_annotation() {
         Color::Blue,
         Some(running("h1", 1, 2, Some(70_000), 71_000)),
     );
-    obs.settings = validate(&{
-        let mut s = crate::fixtures::spec("local:///job.jar");
-        s.coordination.promotion = crate::resource::Promotion::Manual;
-        s
-    })
-    .map_err(|e| (String::new(), e.to_string()));
+    obs.settings = settings(|s| s.coordination.promotion = crate::resource::Promotion::Manual);
     let p = plan(&obs);
     assert!(p.actions.is_empty());
     assert_eq!(condition(&p, "Progressing").1, "AwaitingPromotion");
@@ -620,12 +609,7 @@ fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
         Color::Green,
         Some(running("h2", 1, 2, None, 80_000)),
     );
-    obs.settings = validate(&{
-        let mut s = crate::fixtures::spec("local:///job.jar");
-        s.coordination.deployment_deletion_delay = "30s".into();
-        s
-    })
-    .map_err(|e| (String::new(), e.to_string()));
+    obs.settings = settings(|s| s.coordination.deployment_deletion_delay = "30s".into());
     let delay_cm = |c: CoordinationState| CoordinationState {
         deletion_delay_ms: 30_000,
         ..c

@@ -74,9 +74,8 @@ struct World {
 impl World {
     fn new(seed: u64) -> Self {
         let mut obs = observed();
-        let mut spec = crate::fixtures::spec("local:///job.jar");
-        spec.coordination.toggle.offset = Some("20ms".into());
-        obs.settings = crate::settings::validate(&spec).map_err(|e| (String::new(), e.to_string()));
+        obs.settings =
+            crate::fixtures::settings(|s| s.coordination.toggle.offset = Some("20ms".into()));
         Self {
             obs,
             configmap: None,
