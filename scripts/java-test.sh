@@ -24,6 +24,10 @@ elif [[ "${1:-}" == "--jni-bench" ]]; then
   MAIN=io.bluegreen.gate.JniBench
   JNI_PROFILE=release
 fi
+if [[ "$MAIN" == *JniTestRunner ]]; then
+  # The real sidecar test runs the cargo-built sidecar against the cargo-built local API server.
+  cargo build --quiet --locked -p bluegreen-sidecar -p bluegreen-local --bins
+fi
 if [[ -z "${BLUEGREEN_GATE_JNI_LIBRARY:-}" ]]; then
   cargo build --quiet --locked -p bluegreen-gate-jni $([[ $JNI_PROFILE == release ]] && echo --release)
   BLUEGREEN_GATE_JNI_LIBRARY="$PWD/target/$JNI_PROFILE/libbluegreen_gate_jni.so"
@@ -32,4 +36,6 @@ exec java ${JAVA_OPTS:--Xmx1g} -XX:+UseSerialGC \
   -Dlog4j2.configurationFile=jvm/src/test/resources/log4j2-test.properties \
   -Dbluegreen.repo="$PWD" \
   -Dbluegreen.gate.jni.library="$BLUEGREEN_GATE_JNI_LIBRARY" \
+  -Dbluegreen.sidecar.binary="$PWD/target/debug/bluegreen-sidecar" \
+  -Dbluegreen.apiserver.binary="$PWD/target/debug/bluegreen-local-apiserver" \
   -cp "$CP" "$MAIN" "$@"
