@@ -141,11 +141,20 @@ async fn main() -> anyhow::Result<()> {
 
     let metrics = "127.0.0.1:18431";
     let controller = spawn_controller(&kubeconfig, metrics);
+    let t_start = Instant::now();
     let first = wait_all(&fbgds, n, "first deployments started", |f| {
         f.status.as_ref().is_some_and(|s| s.transition.is_some())
     })
     .await;
-    // Play the Flink operator: every child's job is RUNNING.
+    // Play the Flink operator: every child's job is RUNNING. The status records the intent
+    // before the child is created, so wait for every child first.
+    while children.list(&ListParams::default()).await?.items.len() < n {
+        anyhow::ensure!(
+            t_start.elapsed() < Duration::from_mins(10),
+            "children were not all created"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     for child in children.list(&ListParams::default()).await?.items {
         let status = json!({"status": {"lifecycleState": "STABLE", "jobStatus": {"state": "RUNNING", "jobId": format!("{:032x}", 7)}}});
         children

@@ -241,6 +241,14 @@ impl LocalStack {
         let mut expectation = Expectation::new(job.settings.source.clone(), horizon)
             .arrived_by(arrived_by)
             .owned_by(Color::Blue);
+        anyhow::ensure!(
+            status
+                .history
+                .last()
+                .is_some_and(|oldest| oldest.epoch <= 1),
+            "the status keeps only the last {} handovers and the first W is gone: judge runs with fewer",
+            bluegreen_controller::handover::HISTORY_LEN
+        );
         let mut handovers: Vec<_> = status
             .history
             .iter()

@@ -612,7 +612,10 @@ async fn custom_resources_status_generation_and_validation() {
         .await
         .expect("create CR");
     assert_eq!(created.metadata.generation, Some(1));
-    assert_eq!(created.data["spec"]["mode"], "Automatic", "schema defaults are applied");
+    assert_eq!(
+        created.data["spec"]["mode"], "Automatic",
+        "schema defaults are applied"
+    );
     assert!(
         created.data.get("status").is_none(),
         "status is ignored on create"

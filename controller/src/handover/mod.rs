@@ -72,6 +72,9 @@ pub struct Plan {
 const ACTIVE_REQUEUE: Duration = Duration::from_millis(500);
 /// How often a steady deployment is re-observed.
 const STEADY_REQUEUE: Duration = Duration::from_secs(30);
+/// How often a phase that waits only for watched objects (the child's status) is re-observed as a
+/// safety net; their changes trigger a reconcile anyway.
+const WATCHED_REQUEUE: Duration = Duration::from_secs(5);
 
 /// Plans one reconcile of one resource.
 pub fn plan(obs: &Observed) -> Plan {
@@ -398,6 +401,7 @@ impl Planner<'_> {
 
     /// First deployment: the blue job starts (from `initialSavepointPath` if given).
     fn deploying_first(&mut self) {
+        self.requeue = WATCHED_REQUEUE;
         let t = self.transition().clone();
         if self.obs.template_hash != t.template_hash {
             let hash = self.obs.template_hash.clone();
