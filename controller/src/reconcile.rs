@@ -227,8 +227,22 @@ pub fn error_policy(
         .errors
         .with_label_values(&[error.metric_label()])
         .inc();
-    tracing::warn!(deployment = %fbgd.name_any(), %error, "reconcile failed");
-    Requeue::requeue(Duration::from_secs(2))
+    match error {
+        // Optimistic concurrency: the resource changed since it was observed (a spec edit racing
+        // a status write). Observe again at once.
+        Error::Kube(kube::Error::Api(status)) if status.is_conflict() => {
+            tracing::debug!(deployment = %fbgd.name_any(), "conflict; observing again");
+            Requeue::requeue(Duration::from_millis(100))
+        }
+        Error::FinalSavepointPending(_) => {
+            tracing::info!(deployment = %fbgd.name_any(), %error);
+            Requeue::requeue(Duration::from_millis(500))
+        }
+        _ => {
+            tracing::warn!(deployment = %fbgd.name_any(), %error, "reconcile failed");
+            Requeue::requeue(Duration::from_secs(2))
+        }
+    }
 }
 
 /// Runs the controller until `shutdown` resolves.
