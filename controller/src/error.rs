@@ -41,6 +41,12 @@ pub enum Error {
     /// finalizer helper keeps the finalizer only when cleanup returns an error.
     #[error("deletion waits for the final savepoint of {0}")]
     FinalSavepointPending(String),
+    /// The finalizer helper failed (an unnamed object or an invalid finalizer name).
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+    /// A reconcile took longer than its bound (a hung API or REST call); it is retried.
+    #[error("reconcile did not finish within {0:?}; retrying")]
+    ReconcileTimeout(std::time::Duration),
     /// Leader election failed.
     #[error("leader election: {0}")]
     Lease(String),
@@ -57,6 +63,8 @@ impl Error {
             Self::Json(_) => "json",
             Self::MissingMetadata(_) => "metadata",
             Self::FinalSavepointPending(_) => "final_savepoint_pending",
+            Self::ReconcileTimeout(_) => "timeout",
+            Self::Finalizer(_) => "finalizer",
             Self::Lease(_) => "lease",
         }
     }

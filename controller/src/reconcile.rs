@@ -23,6 +23,9 @@ use crate::handover::plan;
 use crate::observe::observe;
 use crate::resource::{DeletionPolicy, FlinkBlueGreenDeployment};
 
+/// The longest one reconcile may take.
+const RECONCILE_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// Annotation holding the trigger id of the final savepoint taken on deletion.
 const FINAL_SAVEPOINT: &str = "bluegreen.dev/final-savepoint-trigger";
 
@@ -34,20 +37,24 @@ pub async fn reconcile(fbgd: Arc<FlinkBlueGreenDeployment>, ctx: Arc<Context>) -
     let api: Api<FlinkBlueGreenDeployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let started = Instant::now();
     ctx.metrics.reconciles.inc();
-    let result = finalizer(&api, FINALIZER, fbgd, |event| async {
+    let finalized = finalizer(&api, FINALIZER, fbgd, |event| async {
         match event {
             Finalizer::Apply(fbgd) => apply(&fbgd, &ctx).await,
             Finalizer::Cleanup(fbgd) => cleanup(&fbgd, &ctx).await,
         }
-    })
-    .await
-    .map_err(|e| match e {
-        kube::runtime::finalizer::Error::ApplyFailed(e)
-        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-        kube::runtime::finalizer::Error::AddFinalizer(e)
-        | kube::runtime::finalizer::Error::RemoveFinalizer(e) => Error::Kube(e),
-        other => Error::Lease(other.to_string()),
     });
+    // A hung API or REST call must not stall this resource forever: kube-runtime runs one
+    // reconcile per object at a time.
+    let result = match tokio::time::timeout(RECONCILE_TIMEOUT, finalized).await {
+        Err(_) => Err(Error::ReconcileTimeout(RECONCILE_TIMEOUT)),
+        Ok(result) => result.map_err(|e| match e {
+            kube::runtime::finalizer::Error::ApplyFailed(e)
+            | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+            kube::runtime::finalizer::Error::AddFinalizer(e)
+            | kube::runtime::finalizer::Error::RemoveFinalizer(e) => Error::Kube(e),
+            other => Error::Finalizer(other.to_string()),
+        }),
+    };
     ctx.metrics
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());

@@ -66,6 +66,14 @@ impl LocalStack {
     /// Starts the API server, installs the FlinkDeployment and FlinkBlueGreenDeployment CRDs and
     /// starts the Flink runner. The controller is started with [`LocalStack::start_controller`].
     pub async fn start(options: StackOptions) -> anyhow::Result<Self> {
+        // Logs go to the test's captured output (shown when a test fails); `RUST_LOG` filters.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| "warn".into()),
+            )
+            .with_test_writer()
+            .try_init();
         let server = LocalApiServer::start(Options {
             data_dir: options.data_dir,
             ..Options::default()
