@@ -11,7 +11,7 @@ use crate::child::{ChildContext, build, child_name};
 use crate::context::{ACTION_ANNOTATION, Context, FIELD_MANAGER, flink_deployment_resource};
 use crate::error::{Error, Result};
 use crate::flink_rest::FlinkRest;
-use crate::handover::{Action, Plan};
+use crate::handover::{Action, Note, Plan};
 use crate::resource::{FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentStatus};
 
 /// Writes the plan's status, then runs its actions; stops at the first failing action (the next
@@ -28,7 +28,7 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
     if fbgd.status.as_ref() != Some(&plan.status) {
         current = write_status(&api, &current, plan.status.clone()).await?;
     }
-    publish(ctx, fbgd, plan).await;
+    publish(ctx, fbgd, &plan.notes).await;
     for action in &plan.actions {
         tracing::info!(deployment = %name, ?action, "executing");
         match action {
@@ -195,9 +195,10 @@ async fn write_configmap(
     Ok(())
 }
 
-async fn publish(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan) {
+/// Publishes `notes` as Kubernetes Events about `fbgd` (best effort: failures are logged).
+pub(crate) async fn publish(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, notes: &[Note]) {
     let reference = fbgd.object_ref(&());
-    for note in &plan.notes {
+    for note in notes {
         let event = Event {
             type_: if note.warning {
                 EventType::Warning

@@ -51,14 +51,17 @@ impl FlinkRest {
     }
 
     async fn get(&self, path: &str) -> Result<Value> {
-        let url = format!("{}{path}", self.base);
-        let response = self
-            .http
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| rest_error(&url, &e))?;
+        let (url, response) = self.send_get(path).await?;
         decode(&url, response).await
+    }
+
+    /// GETs `path` under the base URL; returns the full URL (for errors) and the response.
+    async fn send_get(&self, path: &str) -> Result<(String, reqwest::Response)> {
+        let url = format!("{}{path}", self.base);
+        match self.http.get(&url).send().await {
+            Ok(response) => Ok((url, response)),
+            Err(e) => Err(rest_error(&url, &e)),
+        }
     }
 
     /// Everything `plan` needs about job `job_id`; `savepoint_trigger` is polled when given.
@@ -174,13 +177,9 @@ impl FlinkRest {
     }
 
     async fn savepoint_status(&self, job_id: &str, trigger: &str) -> Result<SavepointObs> {
-        let url = format!("{}/jobs/{job_id}/savepoints/{trigger}", self.base);
-        let response = self
-            .http
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| rest_error(&url, &e))?;
+        let (url, response) = self
+            .send_get(&format!("/jobs/{job_id}/savepoints/{trigger}"))
+            .await?;
         if response.status() == reqwest::StatusCode::NOT_FOUND {
             // Unknown trigger (the job restarted or the JobManager failed over): retake it.
             return Ok(SavepointObs::Failed(format!(

@@ -17,9 +17,9 @@ use serde_json::json;
 use crate::child::child_name;
 use crate::context::{Context, FINALIZER, flink_deployment_resource};
 use crate::error::{Error, Result};
-use crate::execute::{delete_if_present, execute};
+use crate::execute::{delete_if_present, execute, publish};
 use crate::flink_rest::FlinkRest;
-use crate::handover::plan;
+use crate::handover::{Note, plan};
 use crate::observe::observe;
 use crate::resource::{DeletionPolicy, FlinkBlueGreenDeployment};
 
@@ -170,12 +170,11 @@ async fn final_savepoint(
     };
     let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, namespace, &child);
     let api: Api<FlinkBlueGreenDeployment> = Api::namespaced(ctx.client.clone(), namespace);
-    let recorder_note =
-        |reason: &'static str, message: String, warning: bool| crate::handover::Note {
-            warning,
-            reason,
-            message,
-        };
+    let note = |reason: &'static str, message: String, warning: bool| Note {
+        warning,
+        reason,
+        message,
+    };
     match fbgd.annotations().get(FINAL_SAVEPOINT) {
         None => {
             let trigger = rest
@@ -195,26 +194,20 @@ async fn final_savepoint(
         }
         Some(trigger) => {
             let obs = rest.observe(&job_id, Some(trigger)).await?;
-            let note = match obs.savepoint {
-                Some(crate::observed::SavepointObs::Completed(path)) => recorder_note(
+            let done = match obs.savepoint {
+                Some(crate::observed::SavepointObs::Completed(path)) => note(
                     "FinalSavepoint",
                     format!("final savepoint of the {} job at {path}", active.suffix()),
                     false,
                 ),
-                Some(crate::observed::SavepointObs::Failed(why)) => recorder_note(
+                Some(crate::observed::SavepointObs::Failed(why)) => note(
                     "FinalSavepointFailed",
                     format!("final savepoint failed ({why}); deleting anyway"),
                     true,
                 ),
                 _ => return Ok(true),
             };
-            let plan = crate::handover::Plan {
-                status: fbgd.status.clone().unwrap_or_default(),
-                actions: Vec::new(),
-                notes: vec![note],
-                requeue_after: Duration::ZERO,
-            };
-            crate::execute::execute(ctx, fbgd, &plan).await?;
+            publish(ctx, fbgd, std::slice::from_ref(&done)).await;
             Ok(false)
         }
     }
