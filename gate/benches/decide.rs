@@ -36,6 +36,7 @@ fn shared(state: CoordinationState) -> Arc<SharedState> {
 
 fn steady() -> CoordinationState {
     CoordinationState {
+        floor: None,
         active: Color::Blue,
         deletion_delay_ms: 0,
         stage: Stage::Running,
@@ -46,6 +47,7 @@ fn steady() -> CoordinationState {
 
 fn handover() -> CoordinationState {
     CoordinationState {
+        floor: None,
         active: Color::Green,
         stage: Stage::Transitioning,
         toggle: Toggle::Set(W),

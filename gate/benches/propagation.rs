@@ -70,8 +70,10 @@ const NS: &str = "default";
 
 fn state(delay: u64) -> CoordinationState {
     CoordinationState {
+        floor: None,
         deletion_delay_ms: delay,
         ..CoordinationState {
+            floor: None,
             stage: bluegreen_protocol::Stage::Running,
             ..CoordinationState::initial(Color::Blue, 0)
         }

@@ -16,6 +16,7 @@ const W: i64 = 1_000;
 
 fn state(epoch: u64, stage: Stage, active: Color, toggle: Toggle) -> CoordinationState {
     CoordinationState {
+        floor: None,
         active,
         deletion_delay_ms: 0,
         stage,

@@ -8,6 +8,7 @@ use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 
 fn running(epoch: u64) -> CoordinationState {
     CoordinationState {
+        floor: None,
         active: Color::Blue,
         deletion_delay_ms: 0,
         stage: Stage::Running,

@@ -101,6 +101,7 @@ impl Sim {
         };
         let cur = self.last();
         let with = |stage, toggle| CoordinationState {
+            floor: None,
             stage,
             toggle,
             ..cur
@@ -108,6 +109,7 @@ impl Sim {
         if choice % 16 == 15 {
             // Configuration change: legal in any step.
             return self.publish(CoordinationState {
+                floor: None,
                 deletion_delay_ms: cur.deletion_delay_ms + 1,
                 ..cur
             });
@@ -118,6 +120,7 @@ impl Sim {
                 let outgoing = index(cur.active);
                 let cursor = self.gates[outgoing].as_ref().map_or(0, |g| g.cursor);
                 self.publish(CoordinationState {
+                    floor: None,
                     active: cur.active.other(),
                     stage: T,
                     toggle: Toggle::NotSet,
@@ -174,6 +177,7 @@ impl Sim {
             (F, _) => {
                 self.gates[index(cur.active)] = None; // incoming job deleted
                 self.publish(CoordinationState {
+                    floor: None,
                     active: cur.active.other(),
                     stage: R,
                     toggle: Toggle::NotSet,
@@ -214,6 +218,7 @@ impl Sim {
         // differs only in it is accepted (and reverts it); nothing a gate decides by changes.
         let decisive = |s: Option<CoordinationState>| {
             s.map(|s| CoordinationState {
+                floor: None,
                 deletion_delay_ms: 0,
                 ..s
             })

@@ -25,9 +25,12 @@ pub mod keys {
     pub const EPOCH: &str = "epoch";
     /// The protocol version of the writer.
     pub const PROTOCOL_VERSION: &str = "protocol-version";
+    /// The floor F: the W of the last completed handover, in force until the next one (only
+    /// `t > F` is emitted); empty or absent when there is none.
+    pub const FLOOR: &str = "floor";
 
     /// Every key the protocol defines, in documentation order.
-    pub const ALL: [&str; 7] = [
+    pub const ALL: [&str; 8] = [
         ACTIVE_DEPLOYMENT_TYPE,
         DEPLOYMENT_DELETION_DELAY_MS,
         STAGE,
@@ -35,6 +38,7 @@ pub mod keys {
         WATERMARK_STAGE,
         EPOCH,
         PROTOCOL_VERSION,
+        FLOOR,
     ];
 }
 
@@ -89,6 +93,8 @@ pub struct CoordinationState {
     pub toggle: Toggle,
     /// `epoch`.
     pub epoch: u64,
+    /// `floor`: the W of the last completed handover, if it is still in force.
+    pub floor: Option<i64>,
 }
 
 impl CoordinationState {
@@ -100,6 +106,7 @@ impl CoordinationState {
             stage: Stage::Initializing,
             toggle: Toggle::NotSet,
             epoch: 0,
+            floor: None,
         }
     }
 
@@ -121,12 +128,14 @@ impl CoordinationState {
             parse_enum::<WatermarkStage>(data, keys::WATERMARK_STAGE, WatermarkStage::EXPECTED)?;
         let epoch = parse_u64(data, keys::EPOCH)?;
         let toggle = parse_toggle(data, watermark_stage)?;
+        let floor = parse_floor(data)?;
         let parsed = Self {
             active,
             deletion_delay_ms,
             stage,
             toggle,
             epoch,
+            floor,
         };
         parsed.validate()?;
         Ok(parsed)
@@ -156,6 +165,10 @@ impl CoordinationState {
             ),
             (keys::EPOCH, self.epoch.to_string()),
             (keys::PROTOCOL_VERSION, PROTOCOL_VERSION.to_string()),
+            (
+                keys::FLOOR,
+                self.floor.map(|f| f.to_string()).unwrap_or_default(),
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -252,6 +265,28 @@ fn parse_u64(data: &BTreeMap<String, String>, key: &'static str) -> Result<u64, 
     raw.parse().map_err(|_| invalid())
 }
 
+fn parse_i64(key: &'static str, raw: &str) -> Result<i64, ProtocolError> {
+    let digits = raw.strip_prefix('-').unwrap_or(raw);
+    let w = if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        None
+    } else {
+        raw.parse::<i64>().ok()
+    };
+    w.ok_or_else(|| ProtocolError::InvalidValue {
+        key,
+        value: raw.to_owned(),
+        expected: SIGNED,
+    })
+}
+
+/// `floor`: absent or empty means none (ConfigMaps written before the key existed have none).
+fn parse_floor(data: &BTreeMap<String, String>) -> Result<Option<i64>, ProtocolError> {
+    match data.get(keys::FLOOR).map(String::as_str) {
+        None | Some("") => Ok(None),
+        Some(raw) => parse_i64(keys::FLOOR, raw).map(Some),
+    }
+}
+
 fn parse_toggle(
     data: &BTreeMap<String, String>,
     stage: WatermarkStage,
@@ -269,17 +304,7 @@ fn parse_toggle(
             })
         };
     }
-    let digits = raw.strip_prefix('-').unwrap_or(raw);
-    let w = if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        None
-    } else {
-        raw.parse::<i64>().ok()
-    };
-    let w = w.ok_or_else(|| ProtocolError::InvalidValue {
-        key,
-        value: raw.to_owned(),
-        expected: SIGNED,
-    })?;
+    let w = parse_i64(key, raw)?;
     Ok(match stage {
         WatermarkStage::WaitingForWatermark => Toggle::Proposed(w),
         WatermarkStage::Set | WatermarkStage::NotSet => Toggle::Set(w),

@@ -30,6 +30,7 @@ fn valid_state() -> impl Strategy<Value = CoordinationState> {
     )
         .prop_map(
             |(active, deletion_delay_ms, stage, toggle, epoch)| CoordinationState {
+                floor: None,
                 active,
                 deletion_delay_ms,
                 stage,
@@ -50,6 +51,7 @@ fn steady_state() -> impl Strategy<Value = CoordinationState> {
     )
         .prop_map(
             |(active, deletion_delay_ms, stage, epoch)| CoordinationState {
+                floor: None,
                 active,
                 deletion_delay_ms,
                 stage,
@@ -79,6 +81,7 @@ fn with_w_set() -> impl Strategy<Value = (CoordinationState, i64)> {
     )
         .prop_flat_map(|(active, deletion_delay_ms, stage, w, epoch)| {
             let s = CoordinationState {
+                floor: None,
                 active,
                 deletion_delay_ms,
                 stage,

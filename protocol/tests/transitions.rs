@@ -27,6 +27,7 @@ fn universe() -> Vec<CoordinationState> {
                     };
                     for &w in ws {
                         let s = CoordinationState {
+                            floor: None,
                             active,
                             deletion_delay_ms: 0,
                             stage,
@@ -84,6 +85,7 @@ fn check_transition_accepts_exactly_the_states_reachable_by_legal_steps() {
 
 fn s(epoch: u64, stage: Stage, t: Toggle, active: Color) -> CoordinationState {
     CoordinationState {
+        floor: None,
         active,
         deletion_delay_ms: 1000,
         stage,
@@ -148,6 +150,7 @@ fn replaying_the_current_state_is_accepted() {
 fn the_deletion_delay_may_change_in_any_step() {
     let a = s(1, Stage::Transitioning, Toggle::Set(5), Color::Blue);
     let b = CoordinationState {
+        floor: None,
         deletion_delay_ms: 5,
         ..a
     };

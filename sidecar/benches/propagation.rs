@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 
 fn proposed(w: i64) -> CoordinationState {
     CoordinationState {
+        floor: None,
         active: Color::Green,
         deletion_delay_ms: 0,
         stage: Stage::Transitioning,

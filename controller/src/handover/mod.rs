@@ -118,6 +118,7 @@ pub fn desired_configmap(
         |s| u64::try_from(s.deletion_delay.as_millis()).unwrap_or(u64::MAX),
     );
     let state = |active, stage, toggle, epoch| CoordinationState {
+        floor: None,
         active,
         deletion_delay_ms: delay,
         stage,

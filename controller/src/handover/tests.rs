@@ -11,6 +11,7 @@ const MINUTE: i64 = 60_000;
 
 fn cm(active: Color, stage: Stage, toggle: Toggle, epoch: u64) -> CoordinationState {
     CoordinationState {
+        floor: None,
         active,
         deletion_delay_ms: 0,
         stage,
@@ -611,6 +612,7 @@ fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
     );
     obs.settings = settings(|s| s.coordination.deployment_deletion_delay = "30s".into());
     let delay_cm = |c: CoordinationState| CoordinationState {
+        floor: None,
         deletion_delay_ms: 30_000,
         ..c
     };

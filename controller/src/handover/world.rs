@@ -351,6 +351,7 @@ fn the_ledger_catches_a_w_set_without_acknowledgement() {
     );
     let epoch = world.configmap.expect("ConfigMap").epoch;
     let transitioning = |toggle| CoordinationState {
+        floor: None,
         active: Color::Green,
         deletion_delay_ms: 0,
         stage: Stage::Transitioning,

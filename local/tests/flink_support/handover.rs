@@ -32,6 +32,7 @@ pub fn conf(color: Color) -> Vec<(&'static str, &'static str)> {
 
 pub fn state(active: Color, stage: Stage, toggle: Toggle, epoch: u64) -> CoordinationState {
     CoordinationState {
+        floor: None,
         active,
         deletion_delay_ms: 0,
         stage,
