@@ -1,0 +1,245 @@
+package io.bluegreen.examples;
+
+import io.bluegreen.gate.Color;
+import io.bluegreen.gate.CoordinationState;
+import io.bluegreen.gate.GateProcessFunction;
+import io.bluegreen.gate.GateSinkWrapper;
+import io.bluegreen.gate.SidecarStateSource;
+import io.bluegreen.gate.Stage;
+import io.bluegreen.gate.StateSource;
+import io.bluegreen.gate.StaticStateSource;
+import io.bluegreen.gate.WatermarkStage;
+import java.net.URI;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.serialization.SimpleStringEncoder;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.connector.file.sink.FileSink;
+import org.apache.flink.core.fs.Path;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.filesystem.OutputFileConfig;
+import org.apache.flink.streaming.api.functions.sink.filesystem.bucketassigners.BasePathBucketAssigner;
+import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.OnCheckpointRollingPolicy;
+
+/**
+ * The example job of the end-to-end tests and the demo: a deterministic, paced, replayable source
+ * ({@link ExampleSource}), a keyed running count, the bluegreen gate and an exactly-once
+ * {@link FileSink}. Every output line is {@code split,offset,eventTime,key,count,color,version,value}.
+ * Arguments are {@code --key value} pairs; see {@link #USAGE}.
+ */
+public final class ExampleJob {
+    /** Printed with every argument error. */
+    public static final String USAGE = String.join("\n",
+            "usage: ExampleJob --output DIR [--key value ...]",
+            "  --output DIR                 where the FileSink commits its part files (required)",
+            "  --version v1|v2              v2 writes value = 2 * count instead of count (default v1)",
+            "  --topology keyed|chained|two-sinks   (default keyed)",
+            "        keyed:     source -> keyBy -> running count -> gate -> sink",
+            "        chained:   source -> map -> gate -> sink in one chained vertex, count written as 0",
+            "        two-sinks: keyed, then two gated FileSinks under DIR/a and DIR/b",
+            "  --seed N                     (default 1)",
+            "  --splits N                   (default 4)",
+            "  --rate N                     records/s per split (default 100)",
+            "  --t0 MS                      schedule start, epoch ms (default: now, rounded down to the second)",
+            "  --records-per-split N        0: unbounded (default 0)",
+            "  --keys-per-split N           (default 16)",
+            "  --jitter-ms N                event time = schedule +- jitter (default 3000); watermark bound 2 * jitter",
+            "  --idle-split N               split idle in each cycle, -1: none (default 1)",
+            "  --idle-active-ms N           active part of each cycle (default 20000)",
+            "  --idle-cycle-ms N            (default 40000)",
+            "  --idleness-ms N              WatermarkStrategy.withIdleness (default 5000)",
+            "  --checkpoint-interval-ms N   used only if checkpointing is not configured already (default 2000)",
+            "  --parallelism N              (default: the environment's)",
+            "  --color BLUE|GREEN           (default: env BLUEGREEN_COLOR)",
+            "  --state-source sidecar|static-running|static-handover   (default sidecar)",
+            "        sidecar:         SidecarStateSource(env BLUEGREEN_SIDECAR_URL or http://127.0.0.1:8787, 30 s polls)",
+            "        static-running:  RUNNING with this color active (passes everything)",
+            "        static-handover: epoch 1, TRANSITIONING to --handover-to, WATERMARK_SET at --w",
+            "  --w MS                       W for static-handover",
+            "  --handover-to BLUE|GREEN     the incoming color for static-handover (default GREEN)");
+
+    private static final Set<String> KNOWN = Set.of("output", "version", "topology", "seed", "splits", "rate", "t0",
+            "records-per-split", "keys-per-split", "jitter-ms", "idle-split", "idle-active-ms", "idle-cycle-ms",
+            "idleness-ms", "checkpoint-interval-ms", "parallelism", "color", "state-source", "w", "handover-to");
+
+    private ExampleJob() {}
+
+    public static void main(String[] argv) throws Exception {
+        Map<String, String> args = parse(argv);
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        String name = build(env, args);
+        env.execute(name);
+    }
+
+    /** Parses {@code --key value} pairs; unknown keys and missing values are errors. */
+    static Map<String, String> parse(String[] argv) {
+        Map<String, String> args = new LinkedHashMap<>();
+        for (int i = 0; i < argv.length; i += 2) {
+            String k = argv[i];
+            if (!k.startsWith("--") || !KNOWN.contains(k.substring(2))) {
+                throw new IllegalArgumentException("unknown argument '" + k + "'\n" + USAGE);
+            }
+            if (i + 1 >= argv.length) {
+                throw new IllegalArgumentException("argument " + k + " needs a value\n" + USAGE);
+            }
+            args.put(k.substring(2), argv[i + 1]);
+        }
+        if (!args.containsKey("output")) {
+            throw new IllegalArgumentException("--output is required\n" + USAGE);
+        }
+        return args;
+    }
+
+    /** Builds the job into {@code env}; returns its name. */
+    static String build(StreamExecutionEnvironment env, Map<String, String> args) {
+        String version = args.getOrDefault("version", "v1");
+        if (!version.equals("v1") && !version.equals("v2")) {
+            throw new IllegalArgumentException("--version must be v1 or v2, got '" + version + "'");
+        }
+        String topology = args.getOrDefault("topology", "keyed");
+        Color color = color(args.containsKey("color") ? args.get("color") : System.getenv("BLUEGREEN_COLOR"),
+                args.containsKey("color") ? "--color" : "env BLUEGREEN_COLOR");
+        if (args.containsKey("parallelism")) {
+            env.setParallelism(intArg(args, "parallelism", 1));
+        }
+        if (env.getCheckpointConfig().getCheckpointInterval() <= 0) {
+            env.enableCheckpointing(longArg(args, "checkpoint-interval-ms", 2000));
+        }
+        long t0 = args.containsKey("t0") ? longArg(args, "t0", 0) : System.currentTimeMillis() / 1000 * 1000;
+        Records records = new Records(longArg(args, "seed", 1), intArg(args, "keys-per-split", 16),
+                longArg(args, "rate", 100), t0, longArg(args, "jitter-ms", 3000), intArg(args, "idle-split", 1),
+                longArg(args, "idle-active-ms", 20000), longArg(args, "idle-cycle-ms", 40000));
+        ExampleSource source = new ExampleSource(records, intArg(args, "splits", 4),
+                longArg(args, "records-per-split", 0));
+        WatermarkStrategy<Event> watermarks = WatermarkStrategy
+                .<Event>forBoundedOutOfOrderness(Duration.ofMillis(records.outOfOrdernessMs()))
+                .withTimestampAssigner((e, ts) -> e.eventTime)
+                .withIdleness(Duration.ofMillis(longArg(args, "idleness-ms", 5000)));
+        DataStream<Event> events = env.fromSource(source, watermarks, "example-source").uid("example-source");
+        StateSource states = stateSource(args, color);
+        Path output = new Path(args.get("output"));
+        String c = color.name();
+        switch (topology) {
+            case "keyed": {
+                DataStream<String> lines = counted(events).map(new ToLine(c, version)).uid("to-line").name("to-line");
+                GateSinkWrapper.sinkTo(lines, new GateProcessFunction<>(color, states), fileSink(output, c))
+                        .uid("file-sink-" + c).name("file-sink-" + c);
+                break;
+            }
+            case "chained": {
+                DataStream<String> lines = events.map(new ToLine(c, version)).uid("to-line-chained").name("to-line");
+                GateSinkWrapper.sinkTo(lines, new GateProcessFunction<>(color, states), fileSink(output, c))
+                        .uid("file-sink-" + c).name("file-sink-" + c);
+                break;
+            }
+            case "two-sinks": {
+                DataStream<String> lines = counted(events).map(new ToLine(c, version)).uid("to-line").name("to-line");
+                GateSinkWrapper.sinkTo(lines, new GateProcessFunction<>(color, states), fileSink(new Path(output, "a"), c))
+                        .uid("file-sink-" + c + "-a").name("file-sink-" + c + "-a");
+                // The second gate needs its own uid: Flink refuses two operators with one uid.
+                lines.process(new GateProcessFunction<>(color, states), lines.getType())
+                        .uid(GateSinkWrapper.UID + "-b").name(GateSinkWrapper.UID + "-b (" + c + ")")
+                        .setParallelism(lines.getParallelism())
+                        .sinkTo(fileSink(new Path(output, "b"), c))
+                        .setParallelism(lines.getParallelism())
+                        .uid("file-sink-" + c + "-b").name("file-sink-" + c + "-b");
+                break;
+            }
+            default:
+                throw new IllegalArgumentException("--topology must be keyed, chained or two-sinks, got '" + topology + "'");
+        }
+        return "bluegreen-example " + topology + " " + version + " " + c;
+    }
+
+    private static DataStream<Event> counted(DataStream<Event> events) {
+        return events.keyBy(e -> e.key, Types.LONG).process(new RunningCount()).uid("running-count").name("running-count");
+    }
+
+    /** An exactly-once row-format FileSink committing on checkpoints, part files {@code part-<COLOR>-...}. */
+    private static FileSink<String> fileSink(Path dir, String color) {
+        return FileSink.forRowFormat(dir, new SimpleStringEncoder<String>("UTF-8"))
+                .withBucketAssigner(new BasePathBucketAssigner<>())
+                .withRollingPolicy(OnCheckpointRollingPolicy.build())
+                .withOutputFileConfig(OutputFileConfig.builder().withPartPrefix("part-" + color).withPartSuffix(".csv").build())
+                .build();
+    }
+
+    private static StateSource stateSource(Map<String, String> args, Color color) {
+        String kind = args.getOrDefault("state-source", "sidecar");
+        switch (kind) {
+            case "sidecar": {
+                String url = System.getenv("BLUEGREEN_SIDECAR_URL");
+                return new SidecarStateSource(URI.create(url == null || url.isEmpty() ? "http://127.0.0.1:8787" : url),
+                        Duration.ofSeconds(30));
+            }
+            case "static-running":
+                return StaticStateSource.of(CoordinationState.of(0, color, Stage.RUNNING,
+                        WatermarkStage.WATERMARK_NOT_SET, 0, 60_000));
+            case "static-handover": {
+                if (!args.containsKey("w")) {
+                    throw new IllegalArgumentException("--state-source static-handover needs --w");
+                }
+                Color to = color(args.getOrDefault("handover-to", "GREEN"), "--handover-to");
+                return StaticStateSource.of(CoordinationState.of(1, to, Stage.TRANSITIONING,
+                        WatermarkStage.WATERMARK_SET, longArg(args, "w", 0), 60_000));
+            }
+            default:
+                throw new IllegalArgumentException(
+                        "--state-source must be sidecar, static-running or static-handover, got '" + kind + "'");
+        }
+    }
+
+    private static Color color(String raw, String from) {
+        if (raw == null || raw.isEmpty()) {
+            throw new IllegalArgumentException(from + " is not set: the job needs its color, BLUE or GREEN "
+                    + "(the controller sets BLUEGREEN_COLOR in the pod; locally pass --color)");
+        }
+        try {
+            return Color.valueOf(raw);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(from + " must be BLUE or GREEN, got '" + raw + "'");
+        }
+    }
+
+    private static long longArg(Map<String, String> args, String key, long dflt) {
+        String v = args.get(key);
+        if (v == null) {
+            return dflt;
+        }
+        try {
+            return Long.parseLong(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + key + " must be an integer, got '" + v + "'");
+        }
+    }
+
+    private static int intArg(Map<String, String> args, String key, int dflt) {
+        long v = longArg(args, key, dflt);
+        if (v < Integer.MIN_VALUE || v > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("--" + key + " is out of range: " + v);
+        }
+        return (int) v;
+    }
+
+    /** Formats a counted event as an output line (color and version fixed per job). */
+    static final class ToLine implements MapFunction<Event, String> {
+        private static final long serialVersionUID = 1L;
+        private final String color;
+        private final String version;
+
+        ToLine(String color, String version) {
+            this.color = color;
+            this.version = version;
+        }
+
+        @Override
+        public String map(Event e) {
+            return e.line(color, version);
+        }
+    }
+}
