@@ -1,0 +1,59 @@
+package io.bluegreen.gate.sink;
+
+import io.bluegreen.gate.Color;
+import java.util.Locale;
+import org.apache.flink.api.common.serialization.BulkWriter;
+import org.apache.flink.api.common.serialization.Encoder;
+import org.apache.flink.connector.file.sink.FileSink;
+import org.apache.flink.core.fs.Path;
+import org.apache.flink.streaming.api.functions.sink.filesystem.OutputFileConfig;
+import org.apache.flink.streaming.api.functions.sink.filesystem.RollingPolicy;
+import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.OnCheckpointRollingPolicy;
+
+/** Per-color settings for sinks that take part in a blue/green handover (see {@link ColorIsolatedSink}). */
+public final class BlueGreenSinks {
+    private BlueGreenSinks() {}
+
+    /** {@code base + "-blue"} or {@code base + "-green"}: a per-color name. */
+    private static String perColor(String base, Color color) {
+        return base + "-" + color.wire().toLowerCase(Locale.ROOT);
+    }
+
+    /**
+     * A per-color transactional id prefix, e.g. for {@code KafkaSink.builder().setTransactionalIdPrefix(...)}:
+     * each color's writers then abort and fence only their own transactions.
+     */
+    public static String transactionalIdPrefix(String base, Color color) {
+        return perColor(base, color);
+    }
+
+    /** A per-color sink uid: the alternative to {@link ColorIsolatedSink} that needs {@code allowNonRestoredState}. */
+    public static String sinkUid(String base, Color color) {
+        return perColor(base, color);
+    }
+
+    /** Part files named {@code <base>-<color>-...}: each file's writer is visible in its name. */
+    public static OutputFileConfig outputFileConfig(String base, Color color) {
+        return OutputFileConfig.builder().withPartPrefix(perColor(base, color)).build();
+    }
+
+    /** Rolls on every checkpoint, and between checkpoints whenever {@code between} rolls (size, age, inactivity). */
+    public static <IN, B> RollOnCheckpoint<IN, B> rollOnCheckpoint(RollingPolicy<IN, B> between) {
+        return new RollOnCheckpoint<>(between);
+    }
+
+    /**
+     * A row-format FileSink builder that rolls on checkpoint and names its part files per color
+     * ({@code part-<color>-...}); build it and pass it to {@link ColorIsolatedSink#wrap}.
+     */
+    public static <IN> FileSink.DefaultRowFormatBuilder<IN> rowFormat(Path path, Encoder<IN> encoder, Color color) {
+        return FileSink.forRowFormat(path, encoder)
+                .withRollingPolicy(OnCheckpointRollingPolicy.build())
+                .withOutputFileConfig(outputFileConfig("part", color));
+    }
+
+    /** A bulk-format FileSink builder (bulk formats always roll on checkpoint) with per-color part file names. */
+    public static <IN> FileSink.DefaultBulkFormatBuilder<IN> bulkFormat(Path path, BulkWriter.Factory<IN> factory, Color color) {
+        return FileSink.forBulkFormat(path, factory).withOutputFileConfig(outputFileConfig("part", color));
+    }
+}
