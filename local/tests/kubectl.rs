@@ -276,3 +276,88 @@ async fn kubectl_get_watch_streams_events() {
     let _ = child.wait();
     server.shutdown().await;
 }
+
+/// `kubectl create` sends protobuf bodies for built-in kinds; the server decodes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_sends_protobuf() {
+    let (server, _dir, kc) = start().await;
+    let client = server.client();
+    assert!(
+        kubectl(&kc, &["create", "namespace", "team-a"], None)
+            .await
+            .contains("namespace/team-a created")
+    );
+    let out = kubectl(
+        &kc,
+        &[
+            "create",
+            "configmap",
+            "settings",
+            "-n",
+            "team-a",
+            "--from-literal=mode=blue",
+        ],
+        None,
+    )
+    .await;
+    assert!(out.contains("configmap/settings created"), "{out}");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "team-a");
+    assert_eq!(
+        cms.get("settings")
+            .await
+            .expect("settings")
+            .data
+            .expect("data")["mode"],
+        "blue"
+    );
+    let out = kubectl(
+        &kc,
+        &[
+            "create",
+            "secret",
+            "generic",
+            "token",
+            "-n",
+            "team-a",
+            "--from-literal=t=s3cret",
+        ],
+        None,
+    )
+    .await;
+    assert!(out.contains("secret/token created"), "{out}");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client, "team-a");
+    let secret = secrets.get("token").await.expect("token");
+    assert_eq!(secret.data.expect("data")["t"].0, b"s3cret");
+    assert!(
+        kubectl(
+            &kc,
+            &["create", "serviceaccount", "runner", "-n", "team-a"],
+            None
+        )
+        .await
+        .contains("serviceaccount/runner created")
+    );
+    server.shutdown().await;
+}
+
+/// `kubectl explain` finds a custom resource's schema by its group-version-kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explain_custom_resource() {
+    let (server, _dir, kc) = start().await;
+    server
+        .apply_crd(include_str!("../../deploy/crd.yaml"))
+        .expect("crd");
+    let out = kubectl(&kc, &["explain", "fbgd"], None).await;
+    assert!(
+        out.contains("KIND:") && out.contains("FlinkBlueGreenDeployment"),
+        "{out}"
+    );
+    assert!(out.contains("bluegreen.dev"), "{out}");
+    let spec = kubectl(&kc, &["explain", "fbgd.spec"], None).await;
+    assert!(spec.contains("FIELDS:"), "{spec}");
+    let widget = kubectl(&kc, &["apply", "-f", "-"], Some(WIDGET_CRD.to_string())).await;
+    assert!(widget.contains("created"), "{widget}");
+    let size = kubectl(&kc, &["explain", "widgets.spec.size"], None).await;
+    assert!(size.contains("integer"), "{size}");
+    server.shutdown().await;
+}

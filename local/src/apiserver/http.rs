@@ -20,6 +20,7 @@ use super::meta::parse_body;
 use super::openapi;
 use super::params::{delete_opts, flag, list_query, params, write_ctx};
 use super::patch::PatchType;
+use super::protobuf;
 use super::read::{self, ListQuery, Shape};
 use super::resources::ResourceType;
 use super::selectors::FieldSelector;
@@ -345,25 +346,32 @@ async fn handle(
                 .get(header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("application/json");
-            if content_type.contains("protobuf") || content_type.contains("cbor") {
+            let protobuf = content_type.starts_with(protobuf::CONTENT_TYPE);
+            if content_type.contains("cbor") || (protobuf && verb == Verb::Patch) {
                 return Err(ApiError::new(
                     415,
                     "UnsupportedMediaType",
                     format!(
-                        "the body of the request was in an unknown format ({content_type}) - accepted media types include: application/json, application/yaml"
+                        "the body of the request was in an unknown format ({content_type}) - accepted media types include: application/json, application/yaml, {} (create and update)",
+                        protobuf::CONTENT_TYPE
                     ),
                 ));
             }
+            let object = |body: &[u8]| {
+                if protobuf {
+                    protobuf::decode(body)
+                } else {
+                    parse_body(body, content_type.contains("yaml")).map_err(ApiError::bad_request)
+                }
+            };
             let result = match verb {
                 Verb::Create => {
-                    let body = parse_body(&body, content_type.contains("yaml"))
-                        .map_err(ApiError::bad_request)?;
+                    let body = object(&body)?;
                     let mut inner = app.store.lock();
                     write::create(&mut inner, &mut ctx, body).map(|o| (o, true))
                 }
                 Verb::Update => {
-                    let body = parse_body(&body, content_type.contains("yaml"))
-                        .map_err(ApiError::bad_request)?;
+                    let body = object(&body)?;
                     let mut inner = app.store.lock();
                     write::update(&mut inner, &mut ctx, &name, UpdateOp::Replace(body))
                         .map(|w| (w.object, w.created))

@@ -27,6 +27,7 @@ mod openapi;
 mod params;
 mod patch;
 mod persistence;
+mod protobuf;
 mod read;
 mod resources;
 mod schema;

@@ -1,8 +1,8 @@
 //! A minimal `/openapi/v3`: the index and, per group-version, the paths of each kind with
 //! their PATCH operations tagged by `x-kubernetes-group-version-kind` and the `fieldValidation`
 //! parameter. That is what `kubectl apply` (1.32) checks to use server-side field validation
-//! instead of downloading `/openapi/v2` for client-side validation. Schemas are not served
-//! (`kubectl explain` does not work); without a strategic-merge content type listed, kubectl
+//! instead of downloading `/openapi/v2` for client-side validation. Each kind's schema is in
+//! `components.schemas` for `kubectl explain` (see [`schema`]); without a strategic-merge content type listed, kubectl
 //! computes strategic merge patches for built-in kinds from its compiled-in types.
 
 use serde_json::{Map, Value, json};
@@ -97,10 +97,34 @@ pub(crate) fn document(registry: &Registry, path: &str) -> Option<Value> {
         return None;
     }
     let paths: Map<String, Value> = types.iter().map(|t| operations(t, &version)).collect();
+    let schemas: Map<String, Value> = types.iter().map(|t| schema(t, &version)).collect();
     Some(json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.32.0-bluegreen-local"},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": schemas},
     }))
+}
+
+/// The component schema of a kind, named as the real server names them (reversed group, then
+/// version and kind, e.g. `dev.bluegreen.v1alpha1.FlinkBlueGreenDeployment`) and tagged with
+/// `x-kubernetes-group-version-kind`, which `kubectl explain` looks the kind up by. A CRD
+/// version's `openAPIV3Schema` is served as it is; built-in kinds get an untyped object.
+fn schema(t: &ResourceType, version: &str) -> (String, Value) {
+    let mut reversed: Vec<&str> = t.group.split('.').filter(|s| !s.is_empty()).collect();
+    reversed.reverse();
+    let prefix = if reversed.is_empty() {
+        "io.k8s.api.core".to_string()
+    } else {
+        reversed.join(".")
+    };
+    let mut schema = t
+        .version(version)
+        .and_then(|v| v.schema.as_deref().cloned())
+        .unwrap_or_else(|| {
+            json!({"type": "object", "description": format!("{} (the local API server serves no schema for built-in kinds).", t.kind)})
+        });
+    schema["x-kubernetes-group-version-kind"] =
+        json!([{"group": t.group, "version": version, "kind": t.kind}]);
+    (format!("{prefix}.{version}.{}", t.kind), schema)
 }

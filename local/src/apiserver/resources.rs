@@ -147,6 +147,8 @@ fn builtin(
     }
 }
 
+const RBAC: &str = "rbac.authorization.k8s.io";
+
 /// All kinds currently served, keyed by group and plural.
 #[derive(Debug, Clone)]
 pub(crate) struct Registry {
@@ -161,6 +163,36 @@ impl Registry {
             builtin("", "v1", "secrets", "Secret", &[], true, false),
             builtin("", "v1", "events", "Event", &["ev"], true, false),
             builtin("", "v1", "namespaces", "Namespace", &["ns"], false, true),
+            builtin(
+                "",
+                "v1",
+                "serviceaccounts",
+                "ServiceAccount",
+                &["sa"],
+                true,
+                false,
+            ),
+            builtin(
+                "apps",
+                "v1",
+                "deployments",
+                "Deployment",
+                &["deploy"],
+                true,
+                true,
+            ),
+            builtin(RBAC, "v1", "roles", "Role", &[], true, false),
+            builtin(RBAC, "v1", "rolebindings", "RoleBinding", &[], true, false),
+            builtin(RBAC, "v1", "clusterroles", "ClusterRole", &[], false, false),
+            builtin(
+                RBAC,
+                "v1",
+                "clusterrolebindings",
+                "ClusterRoleBinding",
+                &[],
+                false,
+                false,
+            ),
             builtin(
                 "events.k8s.io",
                 "v1",
