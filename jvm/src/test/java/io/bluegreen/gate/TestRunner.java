@@ -42,6 +42,7 @@ public final class TestRunner {
         GateProcessFunctionTest.register();
         SidecarStateSourceTest.register();
         HandoverJobTest.register();
+        io.bluegreen.gate.sink.SinkIsolationTest.register();
         int passed = 0;
         int failed = 0;
         List<String> failures = new ArrayList<>();

@@ -1,0 +1,228 @@
+package io.bluegreen.gate.sink;
+
+import static io.bluegreen.gate.TestRunner.check;
+import static io.bluegreen.gate.TestRunner.checkEq;
+import static io.bluegreen.gate.TestRunner.expectThrows;
+import static io.bluegreen.gate.TestRunner.test;
+
+import io.bluegreen.gate.Color;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.apache.flink.api.common.serialization.BulkWriter;
+import org.apache.flink.api.common.serialization.Encoder;
+import org.apache.flink.api.connector.sink2.Sink;
+import org.apache.flink.connector.file.sink.FileSink;
+import org.apache.flink.connector.file.sink.compactor.FileCompactStrategy;
+import org.apache.flink.connector.file.sink.compactor.IdenticalFileCompactor;
+import org.apache.flink.core.fs.FSDataOutputStream;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.streaming.api.functions.sink.filesystem.PartFileInfo;
+import org.apache.flink.streaming.api.functions.sink.filesystem.bucketassigners.BasePathBucketAssigner;
+import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.CheckpointRollingPolicy;
+import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.DefaultRollingPolicy;
+
+/**
+ * Sinks across a blue -> green handover on a MiniCluster ({@link SinkHandover}): with
+ * {@link ColorIsolatedSink} (and per-color settings) every id is committed exactly once and no file
+ * is damaged; with the isolation switched off the same handover shows the defect.
+ */
+public final class SinkIsolationTest {
+    private SinkIsolationTest() {}
+
+    static final int N = 12_000;
+
+    /** "COLOR id\n" per record. */
+    static final class LineEncoder implements Encoder<Long> {
+        private static final long serialVersionUID = 1L;
+        private final Color color;
+
+        LineEncoder(Color color) {
+            this.color = color;
+        }
+
+        @Override
+        public void encode(Long id, OutputStream out) throws IOException {
+            out.write((color.wire() + " " + id + "\n").getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+    /** A bulk format writing "COLOR id\n" lines. */
+    static final class LineBulkFormat implements BulkWriter.Factory<Long> {
+        private static final long serialVersionUID = 1L;
+        private final Color color;
+
+        LineBulkFormat(Color color) {
+            this.color = color;
+        }
+
+        @Override
+        public BulkWriter<Long> create(FSDataOutputStream out) {
+            return new BulkWriter<>() {
+                @Override
+                public void addElement(Long id) throws IOException {
+                    out.write((color.wire() + " " + id + "\n").getBytes(StandardCharsets.UTF_8));
+                }
+
+                @Override
+                public void flush() throws IOException {
+                    out.flush();
+                }
+
+                @Override
+                public void finish() throws IOException {
+                    out.flush();
+                }
+            };
+        }
+    }
+
+    /** Overrides shouldRollOnCheckpoint: a CheckpointRollingPolicy that does not roll on every checkpoint. */
+    static final class SometimesOnCheckpoint extends CheckpointRollingPolicy<Long, String> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public boolean shouldRollOnCheckpoint(PartFileInfo<String> partFileState) {
+            return partFileState.getLastUpdateTime() < 0;
+        }
+
+        @Override
+        public boolean shouldRollOnEvent(PartFileInfo<String> partFileState, Long element) {
+            return false;
+        }
+
+        @Override
+        public boolean shouldRollOnProcessingTime(PartFileInfo<String> partFileState, long currentTime) {
+            return false;
+        }
+    }
+
+    static org.apache.flink.core.fs.Path flinkPath(Path p) {
+        return new org.apache.flink.core.fs.Path(p.toUri());
+    }
+
+    /** A file handover: {@code sinks} writes under out/, the result is read from the committed part files. */
+    static SinkHandover.Result fileHandover(String what, java.util.function.BiFunction<Path, Color, Sink<Long>> sinks) throws Exception {
+        String run = SinkHandover.run(what);
+        Path dir = Files.createTempDirectory("bluegreen-" + run);
+        Path out = Files.createDirectories(dir.resolve("out"));
+        Path sp = Files.createDirectories(dir.resolve("savepoints"));
+        SinkHandover.Result r = SinkHandover.handover(run, N, sp, c -> sinks.apply(out, c), () -> SinkHandover.readFiles(out));
+        System.out.println("     " + what + ": " + r);
+        if (!r.clean()) {
+            System.out.println("     files: " + SinkHandover.listing(out));
+        }
+        return r;
+    }
+
+    /** Registers the tests with {@link io.bluegreen.gate.TestRunner}. */
+    public static void register() {
+        test("sink isolation: wrap refuses FileSinks that cannot survive a handover, naming the fix", () -> {
+            org.apache.flink.core.fs.Path p = new org.apache.flink.core.fs.Path("/tmp/bluegreen-never-written");
+            IllegalArgumentException e = expectThrows(IllegalArgumentException.class,
+                    () -> ColorIsolatedSink.wrap(FileSink.forRowFormat(p, new LineEncoder(Color.BLUE)).build(), Color.BLUE));
+            check(e.getMessage().contains("OnCheckpointRollingPolicy") && e.getMessage().contains("BlueGreenSinks.rollOnCheckpoint"), e.getMessage());
+            e = expectThrows(IllegalArgumentException.class, () -> ColorIsolatedSink.wrap(
+                    FileSink.forRowFormat(p, new LineEncoder(Color.BLUE)).withRollingPolicy(new SometimesOnCheckpoint()).build(), Color.BLUE));
+            check(e.getMessage().contains("does not roll on every checkpoint"), e.getMessage());
+            e = expectThrows(IllegalArgumentException.class, () -> ColorIsolatedSink.wrap(
+                    BlueGreenSinks.rowFormat(p, new LineEncoder(Color.BLUE), Color.BLUE)
+                            .enableCompact(FileCompactStrategy.Builder.newBuilder().enableCompactionOnCheckpoint(1).build(), new IdenticalFileCompactor())
+                            .build(), Color.BLUE));
+            check(e.getMessage().contains("compaction"), e.getMessage());
+            // Accepted: OnCheckpointRollingPolicy, the default policy made to roll on checkpoint, a bulk format.
+            check(ColorIsolatedSink.wrap(BlueGreenSinks.rowFormat(p, new LineEncoder(Color.BLUE), Color.BLUE).build(), Color.BLUE)
+                    instanceof ColorIsolatedSink, "row format rolling on checkpoint");
+            check(ColorIsolatedSink.wrap(FileSink.forRowFormat(p, new LineEncoder(Color.GREEN))
+                    .withRollingPolicy(BlueGreenSinks.rollOnCheckpoint(DefaultRollingPolicy.builder().build())).build(), Color.GREEN)
+                    instanceof ColorIsolatedSink, "default policy made to roll on checkpoint");
+            check(ColorIsolatedSink.wrap(BlueGreenSinks.bulkFormat(p, new LineBulkFormat(Color.GREEN), Color.GREEN).build(), Color.GREEN)
+                    instanceof ColorIsolatedSink, "bulk format");
+        });
+        test("sink isolation: wrap refuses a transactional sink whose id prefix is shared by both colors", () -> {
+            IllegalArgumentException e = expectThrows(IllegalArgumentException.class,
+                    () -> ColorIsolatedSink.wrap(new TxBroker.TxSink("none", "orders", Color.GREEN), Color.GREEN));
+            check(e.getMessage().contains("BlueGreenSinks.transactionalIdPrefix"), e.getMessage());
+            expectThrows(IllegalArgumentException.class, () -> ColorIsolatedSink.wrap(
+                    new TxBroker.TxSink("none", BlueGreenSinks.transactionalIdPrefix("orders", Color.BLUE), Color.GREEN), Color.GREEN));
+            check(ColorIsolatedSink.wrap(new TxBroker.TxSink("none", BlueGreenSinks.transactionalIdPrefix("orders", Color.GREEN), Color.GREEN),
+                    Color.GREEN) instanceof ColorIsolatedSink, "per-color prefix accepted");
+        });
+        test("sink isolation: tagged state round-trips; the other color's and untagged state stay raw bytes", () -> {
+            SimpleVersionedSerializer<TxBroker.TxState> inner = new TxBroker.TxSink("none", "p-blue", Color.BLUE).getWriterStateSerializer();
+            ColorTagged.Serializer<TxBroker.TxState> blue = new ColorTagged.Serializer<>(inner, Color.BLUE);
+            ColorTagged.Serializer<TxBroker.TxState> green = new ColorTagged.Serializer<>(inner, Color.GREEN);
+            byte[] bytes = blue.serialize(ColorTagged.own(Color.BLUE, new TxBroker.TxState("p-blue")));
+            ColorTagged<TxBroker.TxState> mine = blue.deserialize(ColorTagged.Serializer.VERSION, bytes);
+            check(mine.belongsTo(Color.BLUE), "own state");
+            checkEq("p-blue", mine.value().prefix, "restored value");
+            ColorTagged<TxBroker.TxState> theirs = green.deserialize(ColorTagged.Serializer.VERSION, bytes);
+            check(!theirs.belongsTo(Color.GREEN) && theirs.color() == Color.BLUE, "blue's state in green: " + theirs);
+            expectThrows(IllegalStateException.class, theirs::value);
+            check(java.util.Arrays.equals(bytes, green.serialize(theirs)), "foreign state re-serialized unchanged");
+            ColorTagged<TxBroker.TxState> legacy = green.deserialize(inner.getVersion(), inner.serialize(new TxBroker.TxState("x")));
+            check(legacy.color() == null && !legacy.belongsTo(Color.GREEN) && !legacy.belongsTo(Color.BLUE), "untagged: " + legacy);
+        });
+
+        test("sink isolation handover: FileSink row format, default rolling policy, isolation off: damaged files or lost records", () -> {
+            SinkHandover.Result r = fileHandover("row-default-raw", (out, c) -> FileSink.forRowFormat(flinkPath(out), new LineEncoder(c))
+                    .withBucketAssigner(new BasePathBucketAssigner<>()).build());
+            check(!r.clean(), "the defect must show: " + r);
+        });
+        test("sink isolation handover: FileSink row format, OnCheckpointRollingPolicy, isolated: 0 duplicates, 0 losses, no damaged file", () -> {
+            SinkHandover.Result r = fileHandover("row-oncheckpoint", (out, c) -> ColorIsolatedSink.wrap(
+                    BlueGreenSinks.rowFormat(flinkPath(out), new LineEncoder(c), c).withBucketAssigner(new BasePathBucketAssigner<>()).build(), c));
+            check(r.clean(), "exactly once, undamaged: " + r);
+        });
+        test("sink isolation handover: FileSink row format, default policy made to roll on checkpoint (2 KB parts), isolated: 0/0, no damaged file", () -> {
+            SinkHandover.Result r = fileHandover("row-rollOnCheckpoint", (out, c) -> ColorIsolatedSink.wrap(
+                    FileSink.forRowFormat(flinkPath(out), new LineEncoder(c)).withBucketAssigner(new BasePathBucketAssigner<>())
+                            .withRollingPolicy(BlueGreenSinks.rollOnCheckpoint(DefaultRollingPolicy.builder().withMaxPartSize(
+                                    org.apache.flink.configuration.MemorySize.parse("2kb")).build()))
+                            .withOutputFileConfig(BlueGreenSinks.outputFileConfig("part", c)).build(), c));
+            check(r.clean(), "exactly once, undamaged: " + r);
+        });
+        test("sink isolation handover: FileSink bulk format, isolated: 0 duplicates, 0 losses, no damaged file", () -> {
+            SinkHandover.Result r = fileHandover("bulk", (out, c) -> ColorIsolatedSink.wrap(
+                    BlueGreenSinks.bulkFormat(flinkPath(out), new LineBulkFormat(c), c).withBucketAssigner(new BasePathBucketAssigner<>()).build(), c));
+            check(r.clean(), "exactly once, undamaged: " + r);
+        });
+
+        test("sink isolation handover: transactional sink (Kafka semantics), isolated, per-color prefixes: 0/0, nobody fenced", () -> {
+            TxBroker broker = TxBroker.create(SinkHandover.run("tx-isolated"));
+            SinkHandover.Result r = txHandover(broker, true, true);
+            check(r.clean(), "exactly once: " + r);
+            checkEq(0, broker.fenced(), "producers fenced (" + broker.fencing() + ")");
+            checkEq(0, broker.foreignCommits(), "transactions committed by the other color's committer (" + broker.fencing() + ")");
+        });
+        test("sink isolation handover: transactional sink, isolation off (one shared prefix): green fences blue, records lost", () -> {
+            TxBroker broker = TxBroker.create(SinkHandover.run("tx-shared"));
+            SinkHandover.Result r = txHandover(broker, false, false);
+            check(!r.clean() && r.losses > 0 && broker.fenced() > 0, "the defect must show: " + r + "; " + broker.fencing());
+        });
+        test("sink isolation handover: transactional sink, per-color prefixes without the wrapper: green still aborts blue's transactions", () -> {
+            TxBroker broker = TxBroker.create(SinkHandover.run("tx-prefix-only"));
+            SinkHandover.Result r = txHandover(broker, false, true);
+            check(!r.clean() && r.losses > 0 && broker.fenced() > 0, "the defect must show: " + r + "; " + broker.fencing());
+        });
+    }
+
+    /** A handover through the broker-backed sink; {@code broker}'s name is the run's. */
+    static SinkHandover.Result txHandover(TxBroker broker, boolean isolate, boolean perColorPrefix) throws Exception {
+        String run = broker.name;
+        Path sp = Files.createTempDirectory("bluegreen-" + run);
+        SinkHandover.Result r = SinkHandover.handover(run, N, sp, c -> {
+            String prefix = perColorPrefix ? BlueGreenSinks.transactionalIdPrefix("orders", c) : "orders";
+            Sink<Long> sink = new TxBroker.TxSink(run, prefix, c);
+            return isolate ? ColorIsolatedSink.wrap(sink, c) : sink;
+        }, () -> {
+            SinkHandover.Committed c = new SinkHandover.Committed();
+            c.records.addAll(broker.committed());
+            return c;
+        });
+        System.out.println("     " + run + ": " + r + "; broker: " + broker.fencing());
+        return r;
+    }
+}
