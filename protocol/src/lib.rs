@@ -4,6 +4,7 @@
 //!   parsed strictly from and written to its string data.
 //! - [`decide`] / [`Rule`]: the gate's per-record rule (pass, drop or hold).
 //! - [`check_transition`]: which updates of the state are legal.
+//! - [`GateReport`]: a gate's acknowledgement, the value of its `bluegreenGateAppliedState` gauge.
 //!
 //! Data and pure functions only: no I/O, no async runtime. The specification is
 //! `docs/protocol.md`; the JSON vectors under `protocol/vectors/` pin it for other languages.
@@ -11,12 +12,14 @@
 
 mod decide;
 mod error;
+mod report;
 mod state;
 mod transition;
 mod vocabulary;
 
 pub use decide::{Decision, Rule, decide};
 pub use error::ProtocolError;
+pub use report::{AppliedState, GATE_REPORT_METRIC, GateReport, GateReportError, report_keys};
 pub use state::{CoordinationState, PROTOCOL_VERSION, Toggle, configmap_name, keys};
 pub use transition::{check_transition, is_step};
 pub use vocabulary::{Color, Stage, WatermarkStage};

@@ -4,7 +4,10 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use bluegreen_protocol::{Color, CoordinationState, Decision, Stage, Toggle, decide, keys};
+use bluegreen_protocol::{
+    AppliedState, Color, CoordinationState, Decision, GateReport, Stage, Toggle, decide, keys,
+    report_keys,
+};
 use proptest::prelude::*;
 
 fn any_color() -> impl Strategy<Value = Color> {
@@ -92,6 +95,38 @@ fn with_w_set() -> impl Strategy<Value = (CoordinationState, i64)> {
         })
 }
 
+/// Any gate report; `None` stands for `i64::MIN` on the wire, so `Some(i64::MIN)` is not generated.
+fn any_report() -> impl Strategy<Value = GateReport> {
+    let not_min =
+        || prop::option::of(any::<i64>().prop_filter("MIN means none", |v| *v != i64::MIN));
+    let applied = (
+        any::<u64>(),
+        prop::sample::select(Stage::ALL),
+        any_color(),
+        any_toggle(),
+        prop::option::of(any::<i64>()),
+    )
+        .prop_map(|(epoch, stage, active, toggle, floor)| AppliedState {
+            epoch,
+            stage,
+            active,
+            toggle,
+            floor,
+        });
+    (
+        prop::option::of(applied),
+        not_min(),
+        not_min(),
+        any::<bool>(),
+    )
+        .prop_map(|(applied, max_passed, watermark, idle)| GateReport {
+            applied,
+            max_passed,
+            watermark,
+            idle,
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 4096,
@@ -157,6 +192,30 @@ proptest! {
         }
         if let Err(e) = CoordinationState::from_data(&data) {
             prop_assert!(e.to_string().contains(e.key()));
+        }
+    }
+
+    #[test]
+    fn gate_reports_round_trip(r in any_report()) {
+        let line = r.to_string();
+        prop_assert!(!line.contains('\n'));
+        prop_assert_eq!(line.parse::<GateReport>(), Ok(r));
+    }
+
+    /// Arbitrary text, and well-formed lines with one value replaced by arbitrary text, never
+    /// panic the parser; every error names its key.
+    #[test]
+    fn parsing_arbitrary_report_lines_never_panics(
+        r in any_report(),
+        junk in ".*",
+        at in 0..report_keys::ALL.len(),
+    ) {
+        let mut tokens: Vec<String> = r.to_string().split(' ').map(str::to_owned).collect();
+        tokens[at] = format!("{}={junk}", report_keys::ALL[at]);
+        for line in [junk.clone(), tokens.join(" ")] {
+            if let Err(e) = line.parse::<GateReport>() {
+                prop_assert!(e.to_string().contains(e.key()));
+            }
         }
     }
 }

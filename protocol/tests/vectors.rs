@@ -10,7 +10,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use bluegreen_protocol::{Color, CoordinationState, Decision, Stage, WatermarkStage, decide, keys};
+use bluegreen_protocol::{
+    Color, CoordinationState, Decision, GateReport, Stage, WatermarkStage, decide, keys,
+};
 use common::{TOGGLE_VALUES, probes, state, toggle};
 use serde_json::{Value, json};
 
@@ -271,4 +273,288 @@ fn every_table_cell_and_boundary_is_covered() {
             && c["configmap"][keys::ACTIVE_DEPLOYMENT_TYPE] != c["color"]
     });
     assert_eq!(at_w.expect("vector at W").1["decision"], "PASS");
+}
+
+/// An applied state's cells: epoch, stage, active, watermark-stage code, toggle, floor.
+type AppliedCells = (
+    &'static str,
+    &'static str,
+    &'static str,
+    i8,
+    Option<&'static str>,
+    Option<&'static str>,
+);
+
+/// What a report line parses to, written out by hand (independently of the implementation).
+enum Expect {
+    /// The fields: epoch, stage, active, watermark-stage code, toggle, floor (all `None` before a
+    /// state is applied), max-passed, watermark (`None` = none), idle.
+    Fields {
+        applied: Option<AppliedCells>,
+        max_passed: Option<&'static str>,
+        watermark: Option<&'static str>,
+        idle: bool,
+    },
+    /// The error kind and the key it names.
+    Error(&'static str, &'static str),
+}
+
+const MIN: &str = "-9223372036854775808";
+
+/// `bluegreenGateAppliedState` lines → parsed fields or the error (docs/protocol.md, "The gates'
+/// acknowledgement").
+#[allow(clippy::too_many_lines)] // one row per case
+fn report_table() -> Vec<(&'static str, String, Expect)> {
+    use Expect::{Error, Fields};
+    let base = |rest: &str| format!("epoch=7 stage=TRANSITIONING active=GREEN {rest}");
+    let proposed = Some(("7", "TRANSITIONING", "GREEN", 1, Some("1000"), None));
+    vec![
+        (
+            "proposal acknowledged",
+            base("watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false"),
+            Fields { applied: proposed, max_passed: Some("998"), watermark: Some("995"), idle: false },
+        ),
+        (
+            "no state applied yet, nothing passed, no watermark",
+            format!("epoch= stage= active= watermark-stage=-1 toggle= floor= max-passed={MIN} watermark={MIN} idle=false"),
+            Fields { applied: None, max_passed: None, watermark: None, idle: false },
+        ),
+        (
+            "no state applied yet but records restored and idle",
+            "epoch= stage= active= watermark-stage=-1 toggle= floor= max-passed=5 watermark=-3 idle=true".to_owned(),
+            Fields { applied: None, max_passed: Some("5"), watermark: Some("-3"), idle: true },
+        ),
+        (
+            "running under a floor",
+            format!("epoch=0 stage=RUNNING active=BLUE watermark-stage=0 toggle= floor=-1000 max-passed={MIN} watermark=9223372036854775807 idle=false"),
+            Fields { applied: Some(("0", "RUNNING", "BLUE", 0, None, Some("-1000"))), max_passed: None, watermark: Some("9223372036854775807"), idle: false },
+        ),
+        (
+            "W set at the i64 bounds, epoch at u64::MAX",
+            format!("epoch=18446744073709551615 stage=CLEAR_TO_TEARDOWN active=BLUE watermark-stage=2 toggle=9223372036854775807 floor={MIN} max-passed=9223372036854775807 watermark={MIN} idle=true"),
+            Fields { applied: Some(("18446744073709551615", "CLEAR_TO_TEARDOWN", "BLUE", 2, Some("9223372036854775807"), Some(MIN))), max_passed: Some("9223372036854775807"), watermark: None, idle: true },
+        ),
+        (
+            "unknown keys appended are ignored",
+            base("watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false lag=12 x-future"),
+            Fields { applied: proposed, max_passed: Some("998"), watermark: Some("995"), idle: false },
+        ),
+        ("empty line", String::new(), Error("MissingKey", "epoch")),
+        (
+            "truncated after floor",
+            base("watermark-stage=1 toggle=1000 floor="),
+            Error("MissingKey", "max-passed"),
+        ),
+        (
+            "idle missing",
+            base("watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995"),
+            Error("MissingKey", "idle"),
+        ),
+        (
+            "keys out of order",
+            "stage=TRANSITIONING epoch=7 active=GREEN watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false".to_owned(),
+            Error("UnexpectedKey", "epoch"),
+        ),
+        (
+            "old spelling of a key",
+            base("watermark-stage=1 toggle=1000 floor= maxPassed=998 watermark=995 idle=false"),
+            Error("UnexpectedKey", "max-passed"),
+        ),
+        (
+            "key without =",
+            base("watermark-stage=1 toggle=1000 floor max-passed=998 watermark=995 idle=false"),
+            Error("UnexpectedKey", "floor"),
+        ),
+        (
+            "negative epoch",
+            "epoch=-1 stage=RUNNING active=BLUE watermark-stage=0 toggle= floor= max-passed=0 watermark=0 idle=false".to_owned(),
+            Error("InvalidValue", "epoch"),
+        ),
+        (
+            "epoch beyond u64",
+            "epoch=18446744073709551616 stage=RUNNING active=BLUE watermark-stage=0 toggle= floor= max-passed=0 watermark=0 idle=false".to_owned(),
+            Error("InvalidValue", "epoch"),
+        ),
+        (
+            "lower-case stage",
+            "epoch=1 stage=running active=BLUE watermark-stage=0 toggle= floor= max-passed=0 watermark=0 idle=false".to_owned(),
+            Error("InvalidValue", "stage"),
+        ),
+        (
+            "unknown color",
+            "epoch=1 stage=RUNNING active=RED watermark-stage=0 toggle= floor= max-passed=0 watermark=0 idle=false".to_owned(),
+            Error("InvalidValue", "active"),
+        ),
+        (
+            "watermark stage spelled out",
+            base("watermark-stage=WATERMARK_SET toggle=1000 floor= max-passed=998 watermark=995 idle=false"),
+            Error("InvalidValue", "watermark-stage"),
+        ),
+        (
+            "watermark stage out of range",
+            base("watermark-stage=3 toggle=1000 floor= max-passed=998 watermark=995 idle=false"),
+            Error("InvalidValue", "watermark-stage"),
+        ),
+        (
+            "toggle with a plus sign",
+            base("watermark-stage=1 toggle=+1000 floor= max-passed=998 watermark=995 idle=false"),
+            Error("InvalidValue", "toggle"),
+        ),
+        (
+            "floor beyond i64",
+            base("watermark-stage=1 toggle=1000 floor=9223372036854775808 max-passed=998 watermark=995 idle=false"),
+            Error("InvalidValue", "floor"),
+        ),
+        (
+            "max-passed empty (never a silent 0)",
+            base("watermark-stage=1 toggle=1000 floor= max-passed= watermark=995 idle=false"),
+            Error("InvalidValue", "max-passed"),
+        ),
+        (
+            "max-passed as a fraction",
+            base("watermark-stage=1 toggle=1000 floor= max-passed=998.5 watermark=995 idle=false"),
+            Error("InvalidValue", "max-passed"),
+        ),
+        (
+            "watermark empty",
+            base("watermark-stage=1 toggle=1000 floor= max-passed=998 watermark= idle=false"),
+            Error("InvalidValue", "watermark"),
+        ),
+        (
+            "idle capitalised",
+            base("watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=True"),
+            Error("InvalidValue", "idle"),
+        ),
+        (
+            "toggle set while NOT_SET",
+            base("watermark-stage=0 toggle=1000 floor= max-passed=998 watermark=995 idle=false"),
+            Error("Inconsistent", "toggle"),
+        ),
+        (
+            "toggle empty while SET",
+            base("watermark-stage=2 toggle= floor= max-passed=998 watermark=995 idle=false"),
+            Error("Inconsistent", "toggle"),
+        ),
+        (
+            "epoch without a stage",
+            "epoch=3 stage= active= watermark-stage=-1 toggle= floor= max-passed=0 watermark=0 idle=false".to_owned(),
+            Error("Inconsistent", "stage"),
+        ),
+        (
+            "state without a watermark stage",
+            base("watermark-stage=-1 toggle= floor= max-passed=998 watermark=995 idle=false"),
+            Error("Inconsistent", "watermark-stage"),
+        ),
+        (
+            "floor before any state",
+            "epoch= stage= active= watermark-stage=-1 toggle= floor=5 max-passed=0 watermark=0 idle=false".to_owned(),
+            Error("Inconsistent", "floor"),
+        ),
+    ]
+}
+
+fn opt_json(v: Option<&str>) -> Value {
+    v.map_or(Value::Null, |s| json!(s))
+}
+
+fn gate_report_cases() -> Vec<Value> {
+    report_table()
+        .into_iter()
+        .map(|(name, line, expect)| {
+            let expect = match expect {
+                Expect::Fields {
+                    applied,
+                    max_passed,
+                    watermark,
+                    idle,
+                } => {
+                    let (epoch, stage, active, ws, toggle, floor) = match applied {
+                        Some((epoch, stage, active, ws, toggle, floor)) => {
+                            (Some(epoch), Some(stage), Some(active), ws, toggle, floor)
+                        }
+                        None => (None, None, None, -1, None, None),
+                    };
+                    json!({ "report": {
+                        "epoch": opt_json(epoch),
+                        "stage": opt_json(stage),
+                        "active": opt_json(active),
+                        "watermark_stage": ws,
+                        "toggle": opt_json(toggle),
+                        "floor": opt_json(floor),
+                        "max_passed": opt_json(max_passed),
+                        "watermark": opt_json(watermark),
+                        "idle": idle,
+                    }})
+                }
+                Expect::Error(kind, key) => json!({ "error": { "kind": kind, "key": key } }),
+            };
+            json!({ "name": name, "line": line, "expect": expect })
+        })
+        .collect()
+}
+
+fn gate_reports_document() -> Value {
+    json!({
+        "description": "bluegreenGateAppliedState lines: `line` parses to `expect.report` (null = empty on the wire, or i64::MIN for max_passed and watermark), or fails with `expect.error` (kind and key). 64-bit numbers are decimal strings.",
+        "generated_by": "protocol/tests/vectors.rs (BLUEGREEN_BLESS=1 cargo test -p bluegreen-protocol --test vectors)",
+        "cases": gate_report_cases(),
+    })
+}
+
+#[test]
+fn committed_gate_report_vectors_are_generated_from_the_table() {
+    check_committed("gate-reports.json", &gate_reports_document());
+}
+
+#[test]
+fn implementation_follows_every_gate_report_vector() {
+    let text =
+        std::fs::read_to_string(vectors_dir().join("gate-reports.json")).expect("read vectors");
+    let doc: Value = serde_json::from_str(&text).expect("vectors are JSON");
+    let cases = doc["cases"].as_array().expect("cases");
+    for case in cases {
+        let line = case["line"].as_str().expect("line");
+        let parsed = line.parse::<GateReport>();
+        match (&parsed, case["expect"].get("report")) {
+            (Ok(r), Some(want)) => {
+                let a = r.applied;
+                let got = json!({
+                    "epoch": a.map(|a| a.epoch.to_string()),
+                    "stage": a.map(|a| a.stage.as_str()),
+                    "active": a.map(|a| a.active.as_str()),
+                    "watermark_stage": a.map_or(-1, |a| match a.toggle.stage() {
+                        WatermarkStage::NotSet => 0,
+                        WatermarkStage::WaitingForWatermark => 1,
+                        WatermarkStage::Set => 2,
+                    }),
+                    "toggle": a.and_then(|a| a.toggle.value()).map(|w| w.to_string()),
+                    "floor": a.and_then(|a| a.floor).map(|f| f.to_string()),
+                    "max_passed": r.max_passed.map(|v| v.to_string()),
+                    "watermark": r.watermark.map(|v| v.to_string()),
+                    "idle": r.idle,
+                });
+                assert_eq!(&got, want, "{line:?}");
+                // Writing the parsed report gives the line back (without ignored trailing keys).
+                assert!(line.starts_with(&r.to_string()), "{line:?} vs {r}");
+            }
+            (Err(e), None) => {
+                let want = &case["expect"]["error"];
+                assert_eq!(
+                    (e.kind(), e.key()),
+                    (
+                        want["kind"].as_str().unwrap(),
+                        want["key"].as_str().unwrap()
+                    ),
+                    "{line:?}: {e}"
+                );
+                assert!(e.to_string().contains(e.key()), "{e}");
+            }
+            _ => panic!("{line:?}: got {parsed:?}, expected {}", case["expect"]),
+        }
+    }
+    assert!(
+        cases.len() >= 25,
+        "only {} gate report vectors",
+        cases.len()
+    );
 }
