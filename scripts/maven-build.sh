@@ -239,11 +239,21 @@ if same_lists "$M/classes-minus-one.txt" "$M/classes-javac.txt" 2>/dev/null; the
 fi
 same_lists "$M/classes-maven.txt" "$M/classes-javac.txt" \
   || die "$MJAR and $JJAR hold different classes (above)"
+# And byte for byte: jvm/pom.xml passes javac the same flags (-g:lines,source is javac's default).
+STEP="class bytes"
+DIFFERENT="$(python3 - "$MJAR" "$JJAR" <<'PY'
+import sys, zipfile
+a, b = (zipfile.ZipFile(p) for p in sys.argv[1:3])
+print(" ".join(n for n in a.namelist() if n.endswith(".class") and a.read(n) != b.read(n)))
+PY
+)" || die "cannot read $MJAR or $JJAR"
+[[ -z "$DIFFERENT" ]] || die "the same class names, but different bytes (javac flags of jvm/pom.xml and scripts/java-build.sh out of step?): $DIFFERENT"
+STEP="jar contents"
 # Nothing but classes and Maven's metadata in the jar (in particular, no Flink class).
 OTHER="$(jar --list --file "$MJAR" | grep -v '\.class$' | grep -vE '^META-INF/(MANIFEST\.MF|maven/.*)?$|/$' || true)"
 [[ -z "$OTHER" ]] || die "unexpected entries in $MJAR: $OTHER"
 if grep -q '^org/apache/flink/' "$M/classes-maven.txt"; then die "Flink classes bundled into $MJAR"; fi
 
 STEP="done"
-echo "maven-build.sh: $MJAR: io.bluegreen:bluegreen-gate:$POM_VERSION (Flink $FLINK provided), $N classes, the same as $JJAR" >&2
+echo "maven-build.sh: $MJAR: io.bluegreen:bluegreen-gate:$POM_VERSION (Flink $FLINK provided), $N classes, identical to those of $JJAR" >&2
 echo "$MJAR"
