@@ -23,6 +23,7 @@ import org.apache.flink.streaming.api.functions.sink.filesystem.PartFileInfo;
 import org.apache.flink.streaming.api.functions.sink.filesystem.bucketassigners.BasePathBucketAssigner;
 import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.CheckpointRollingPolicy;
 import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.DefaultRollingPolicy;
+import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.OnCheckpointRollingPolicy;
 
 /**
  * Sinks across a blue -> green handover on a MiniCluster ({@link SinkHandover}): with
@@ -166,6 +167,95 @@ public final class SinkIsolationTest {
             check(legacy.color() == null && !legacy.belongsTo(Color.GREEN) && !legacy.belongsTo(Color.BLUE), "untagged: " + legacy);
         });
 
+        test("sink isolation: the committer commits its own color's committables (retries re-tagged) and skips the other color's", () -> {
+            java.util.List<String> committed = new java.util.ArrayList<>();
+            org.apache.flink.api.connector.sink2.Committer<String> inner = new org.apache.flink.api.connector.sink2.Committer<>() {
+                @Override
+                public void commit(java.util.Collection<CommitRequest<String>> requests) {
+                    for (CommitRequest<String> r : requests) {
+                        committed.add(r.getCommittable());
+                        if (r.getCommittable().equals("g2")) {
+                            r.updateAndRetryLater("g2-retry");
+                        }
+                    }
+                }
+
+                @Override
+                public void close() {}
+            };
+            SimpleVersionedSerializer<String> strings = new TxBroker.StringSerializer<>(x -> x, x -> x);
+            ColorTagged.Serializer<String> blueSer = new ColorTagged.Serializer<>(strings, Color.BLUE);
+            ColorTagged.Serializer<String> greenSer = new ColorTagged.Serializer<>(strings, Color.GREEN);
+            // What green restores from blue's savepoint plus its own: deserialized by green's serializer.
+            java.util.List<ColorTagged<String>> restored = new java.util.ArrayList<>();
+            for (String b : new String[] {"b1", "b2"}) {
+                restored.add(greenSer.deserialize(ColorTagged.Serializer.VERSION, blueSer.serialize(ColorTagged.own(Color.BLUE, b))));
+            }
+            for (String g : new String[] {"g1", "g2"}) {
+                restored.add(greenSer.deserialize(ColorTagged.Serializer.VERSION, greenSer.serialize(ColorTagged.own(Color.GREEN, g))));
+            }
+            java.util.List<ColorTagged<String>> retried = new java.util.ArrayList<>();
+            java.util.List<org.apache.flink.api.connector.sink2.Committer.CommitRequest<ColorTagged<String>>> requests = new java.util.ArrayList<>();
+            for (ColorTagged<String> t : restored) {
+                requests.add(new org.apache.flink.api.connector.sink2.Committer.CommitRequest<>() {
+                    @Override public ColorTagged<String> getCommittable() { return t; }
+                    @Override public int getNumberOfRetries() { return 0; }
+                    @Override public void signalFailedWithKnownReason(Throwable x) { throw new AssertionError(x); }
+                    @Override public void signalFailedWithUnknownReason(Throwable x) { throw new AssertionError(x); }
+                    @Override public void retryLater() { throw new AssertionError("retryLater"); }
+                    @Override public void updateAndRetryLater(ColorTagged<String> c) { retried.add(c); }
+                    @Override public void signalAlreadyCommitted() { throw new AssertionError("signalAlreadyCommitted"); }
+                });
+            }
+            new ColorIsolatedSink.IsolatedCommitter<>(inner, Color.GREEN, 0).commit(requests);
+            checkEq(java.util.List.of("g1", "g2"), committed, "committed by green");
+            checkEq(1, retried.size(), "retries");
+            check(retried.get(0).belongsTo(Color.GREEN) && retried.get(0).value().equals("g2-retry"), "retry re-tagged: " + retried);
+        });
+        test("sink isolation: a color restarting from its own checkpoint commits its own restored committables (commit failure mid-run: 0/0)", () -> {
+            String run = SinkHandover.run("tx-own-recovery");
+            TxBroker broker = TxBroker.create(run);
+            // The committer fails once mid-run: the task restarts from the checkpoint whose
+            // committables it did not commit, restores them and must commit them.
+            broker.failOneCommitAfter(N / 3);
+            io.bluegreen.gate.ManualStateSource.channel(run).publish(SinkHandover.st(0, io.bluegreen.gate.Stage.RUNNING,
+                    io.bluegreen.gate.WatermarkStage.WATERMARK_NOT_SET, 0, Color.BLUE));
+            org.apache.flink.configuration.Configuration conf = new org.apache.flink.configuration.Configuration();
+            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 1);
+            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, java.time.Duration.ofMillis(100));
+            org.apache.flink.streaming.api.environment.StreamExecutionEnvironment env =
+                    org.apache.flink.streaming.api.environment.StreamExecutionEnvironment.getExecutionEnvironment(conf);
+            env.setParallelism(SinkHandover.P);
+            env.enableCheckpointing(300);
+            org.apache.flink.streaming.api.datastream.DataStream<Long> s = env.fromSequence(0, N - 1).setParallelism(1)
+                    .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy.<Long>forMonotonousTimestamps()
+                            .withTimestampAssigner((id, ts) -> SinkHandover.eventTime(id))).setParallelism(1)
+                    .map(new SinkHandover.Pacer(3)).setParallelism(1)
+                    .rebalance().map(x -> x);
+            io.bluegreen.gate.GateSinkWrapper.gate(s, new io.bluegreen.gate.GateProcessFunction<Long>(Color.BLUE,
+                    new io.bluegreen.gate.ManualStateSource(run)))
+                    .sinkTo(ColorIsolatedSink.wrap(new TxBroker.TxSink(run, BlueGreenSinks.transactionalIdPrefix("orders", Color.BLUE), Color.BLUE),
+                            Color.BLUE)).uid("sink");
+            org.apache.flink.runtime.minicluster.MiniCluster mc = SinkHandover.cluster();
+            org.apache.flink.api.common.JobID job = mc.submitJob(env.getStreamGraph().getJobGraph())
+                    .get(30, java.util.concurrent.TimeUnit.SECONDS).getJobID();
+            org.apache.flink.runtime.jobmaster.JobResult res = mc.requestJobResult(job).get(120, java.util.concurrent.TimeUnit.SECONDS);
+            check(res.isSuccess(), "job succeeds after one restart: " + res.getSerializedThrowable());
+            check(broker.commitFailed(), "the commit failure was injected");
+            int[] counts = new int[N];
+            for (String rec : broker.committed()) {
+                counts[Integer.parseInt(rec.split(" ")[1])]++;
+            }
+            long dup = 0, lost = 0;
+            for (int c : counts) {
+                dup += Math.max(0, c - 1);
+                lost += c == 0 ? 1 : 0;
+            }
+            System.out.println("     " + N + " ids, one commit failure after " + N / 3 + " committed: " + dup + " duplicates, " + lost
+                    + " losses; broker: " + broker.fencing());
+            check(dup == 0 && lost == 0, dup + " duplicates, " + lost + " losses");
+        });
         test("sink isolation handover: FileSink row format, default rolling policy, isolation off: damaged files or lost records", () -> {
             SinkHandover.Result r = fileHandover("row-default-raw", (out, c) -> FileSink.forRowFormat(flinkPath(out), new LineEncoder(c))
                     .withBucketAssigner(new BasePathBucketAssigner<>()).build());
@@ -182,6 +272,11 @@ public final class SinkIsolationTest {
                             .withRollingPolicy(BlueGreenSinks.rollOnCheckpoint(DefaultRollingPolicy.builder().withMaxPartSize(
                                     org.apache.flink.configuration.MemorySize.parse("2kb")).build()))
                             .withOutputFileConfig(BlueGreenSinks.outputFileConfig("part", c)).build(), c));
+            check(r.clean(), "exactly once, undamaged: " + r);
+        });
+        test("sink isolation handover: FileSink row format, OnCheckpointRollingPolicy, isolation off: also 0/0 (rolling on checkpoint is what keeps FileSink safe)", () -> {
+            SinkHandover.Result r = fileHandover("row-oncheckpoint-raw", (out, c) -> FileSink.forRowFormat(flinkPath(out), new LineEncoder(c))
+                    .withRollingPolicy(OnCheckpointRollingPolicy.build()).withBucketAssigner(new BasePathBucketAssigner<>()).build());
             check(r.clean(), "exactly once, undamaged: " + r);
         });
         test("sink isolation handover: FileSink bulk format, isolated: 0 duplicates, 0 losses, no damaged file", () -> {

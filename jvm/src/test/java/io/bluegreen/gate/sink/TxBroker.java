@@ -58,6 +58,7 @@ final class TxBroker {
     private int fenced;
     private int abortedRecords;
     private int foreignCommits;
+    private int failOneCommitAfter = -1;
 
     private TxBroker(String name) {
         this.name = name;
@@ -83,6 +84,23 @@ final class TxBroker {
         t.open = new ArrayList<>();
         t.epoch++;
         return t.epoch;
+    }
+
+    /** Makes the first commit once {@code records} are committed fail (the committer throws: a task failure). */
+    synchronized void failOneCommitAfter(int records) {
+        failOneCommitAfter = records;
+    }
+
+    /** Whether the commit failure armed by {@link #failOneCommitAfter} happened. */
+    synchronized boolean commitFailed() {
+        return failOneCommitAfter == -2;
+    }
+
+    private synchronized void maybeFailCommit() throws IOException {
+        if (failOneCommitAfter >= 0 && committed.size() >= failOneCommitAfter) {
+            failOneCommitAfter = -2;
+            throw new IOException("injected commit failure (test)");
+        }
     }
 
     synchronized boolean used(String id) {
@@ -200,7 +218,8 @@ final class TxBroker {
             TxBroker b = get(broker);
             return new Committer<>() {
                 @Override
-                public void commit(Collection<CommitRequest<TxCommittable>> requests) {
+                public void commit(Collection<CommitRequest<TxCommittable>> requests) throws IOException {
+                    b.maybeFailCommit();
                     for (CommitRequest<TxCommittable> r : requests) {
                         try {
                             b.commit(r.getCommittable().id, r.getCommittable().epoch, prefix);
