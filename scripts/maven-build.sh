@@ -49,7 +49,7 @@ if ((${#MISSING[@]})); then
   [[ $(id -u) -eq 0 ]] || die "missing Debian packages; run: sudo apt-get install ${MISSING[*]}"
   echo "maven-build.sh: apt-get install ${MISSING[*]}" >&2
   if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${MISSING[@]}" >&2; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 || true
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${MISSING[@]}" >&2 \
       || die "apt-get install ${MISSING[*]} failed"
   fi
@@ -234,7 +234,7 @@ N="$(wc -l < "$M/classes-maven.txt")"
 ((N > 0)) || die "no classes in $MJAR"
 # The comparison must be able to fail: one class fewer is a difference.
 sed 1d "$M/classes-maven.txt" > "$M/classes-minus-one.txt"
-if same_lists "$M/classes-minus-one.txt" "$M/classes-javac.txt" 2>/dev/null; then
+if same_lists "$M/classes-minus-one.txt" "$M/classes-maven.txt" 2>/dev/null; then
   die "self-check: the class-list comparison did not notice a missing class"
 fi
 same_lists "$M/classes-maven.txt" "$M/classes-javac.txt" \
