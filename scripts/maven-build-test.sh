@@ -6,13 +6,16 @@
 #   packages   a Debian package is missing and apt-get cannot install it    (no Maven run)
 #   classes    the javac jar lacks a class the Maven jar has                (one `mvn -o package`)
 #   bytes      the javac jar's classes are compiled with other flags (-g)   (one `mvn -o package`)
+# and one that must succeed:
+#   consumer   `scripts/maven-build.sh --install`, then a job declaring io.bluegreen:bluegreen-gate
+#              (and Flink `provided`) compiles offline                     (two Maven runs)
 # The success path is scripts/maven-build.sh itself (run it first: this test reuses its repository).
-#   scripts/maven-build-test.sh [CASE...]     # default: all four; last line "N passed, N failed"
+#   scripts/maven-build-test.sh [CASE...]     # default: all five; last line "N passed, N failed"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 CASES=("$@")
-((${#CASES[@]})) || CASES=(version packages classes bytes)
+((${#CASES[@]})) || CASES=(version packages classes bytes consumer)
 LIB="$(scripts/flink-jars.sh)"
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/maven-build-test.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
@@ -82,8 +85,73 @@ for c in "${CASES[@]}"; do
       grep -q '^javac -g ' "$d/scripts/java-build.sh" || { echo "FAIL bytes: could not edit the copy of java-build.sh"; FAILED=$((FAILED + 1)); continue; }
       expect bytes "$d" "the same class names, but different bytes" MAVEN_ARGS=-Dmaven.test.skip=true
       ;;
+    consumer)
+      # The success path a user follows: --install, then a job that declares the dependency of
+      # docs/jvm.md ("Building with Maven") compiles offline with the same settings.
+      d="$(copy consumer)"
+      if ! MAVEN_ARGS=-Dmaven.test.skip=true "$d/scripts/maven-build.sh" --install > "$TMP/consumer.out" 2> "$TMP/consumer.err"; then
+        echo "FAIL consumer: scripts/maven-build.sh --install failed:"; tail -n 15 "$TMP/consumer.err" | sed 's/^/    /'
+        FAILED=$((FAILED + 1)); continue
+      fi
+      VERSION="$(sed -n '/^\[workspace.package\]/,/^\[/ s/^version *= *"\(.*\)".*/\1/p' Cargo.toml)"
+      FLINK="$(basename "$(ls "$LIB"/flink-dist-*.jar)" .jar)"; FLINK="${FLINK#flink-dist-}"
+      mkdir -p "$d/job/src/main/java/example"
+      cat > "$d/job/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>example</groupId>
+  <artifactId>job</artifactId>
+  <version>1</version>
+  <properties>
+    <maven.compiler.release>17</maven.compiler.release>
+    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
+  </properties>
+  <dependencies>
+    <dependency>
+      <groupId>io.bluegreen</groupId>
+      <artifactId>bluegreen-gate</artifactId>
+      <version>$VERSION</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.flink</groupId>
+      <artifactId>flink-streaming-java</artifactId>
+      <version>$FLINK</version>
+      <scope>provided</scope>
+    </dependency>
+  </dependencies>
+  <build>
+    <plugins>
+      <plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-resources-plugin</artifactId><version>3.3.0</version></plugin>
+      <plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-compiler-plugin</artifactId><version>3.10.1</version></plugin>
+    </plugins>
+  </build>
+</project>
+EOF
+      cat > "$d/job/src/main/java/example/Job.java" <<'EOF'
+package example;
+
+import io.bluegreen.gate.Color;
+import io.bluegreen.gate.GateProcessFunction;
+import io.bluegreen.gate.SidecarStateSource;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+
+public final class Job {
+    public static ProcessFunction<String, String> gate() {
+        return new GateProcessFunction<>(Color.BLUE, new SidecarStateSource(8787));
+    }
+}
+EOF
+      if mvn -B -ntp -Dstyle.color=never -o -s "$d/target/maven/settings.xml" -Daether.offline.protocols=file \
+          -f "$d/job/pom.xml" compile > "$TMP/consumer-job.out" 2>&1 && [[ -f "$d/job/target/classes/example/Job.class" ]]; then
+        echo "ok   consumer: io.bluegreen:bluegreen-gate:$VERSION installed, a job using it compiles offline"
+        PASSED=$((PASSED + 1))
+      else
+        echo "FAIL consumer: the job did not compile:"; grep -E 'ERROR' "$TMP/consumer-job.out" | head -n 15 | sed 's/^/    /'
+        FAILED=$((FAILED + 1))
+      fi
+      ;;
     *)
-      echo "maven-build-test.sh: unknown case '$c' (version packages classes bytes)" >&2
+      echo "maven-build-test.sh: unknown case '$c' (version packages classes bytes consumer)" >&2
       exit 2
       ;;
   esac

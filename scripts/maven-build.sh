@@ -14,6 +14,8 @@
 #   scripts/maven-build.sh                  # package + checks
 #   scripts/maven-build.sh --tests [NAME]   # also `verify`: the Java tests (io.bluegreen.gate.TestRunner,
 #                                           # only those whose name contains NAME if given)
+#   scripts/maven-build.sh --install        # also `install` into target/maven/repo, for jobs built
+#                                           # offline with -s target/maven/settings.xml (docs/jvm.md)
 #   FLINK_VERSION=2.1.1 scripts/maven-build.sh
 #   MAVEN_ARGS="-X" scripts/maven-build.sh  # extra arguments for mvn
 set -euo pipefail
@@ -24,12 +26,21 @@ die() { trap - EXIT; echo "maven-build.sh: FAILED ($STEP): $*" >&2; exit 1; }
 trap 'rc=$?; [[ $rc -eq 0 ]] || echo "maven-build.sh: FAILED during: $STEP (exit $rc)" >&2' EXIT
 
 GOAL=package
+RUN_TESTS=false
 TEST_FILTER=""
-if [[ "${1:-}" == "--tests" ]]; then
-  GOAL=verify
-  TEST_FILTER="${2:-}"
-elif [[ -n "${1:-}" ]]; then
-  die "unknown argument '$1' (usage: scripts/maven-build.sh [--tests [NAME]])"
+while (($#)); do
+  case "$1" in
+    --tests)
+      RUN_TESTS=true
+      if [[ -n "${2:-}" && "$2" != --* ]]; then TEST_FILTER="$2"; shift; fi
+      ;;
+    --install) GOAL=install ;;
+    *) die "unknown argument '$1' (usage: scripts/maven-build.sh [--tests [NAME]] [--install])" ;;
+  esac
+  shift
+done
+if $RUN_TESTS; then
+  [[ "$GOAL" == install ]] || GOAL=verify
 fi
 
 # ---- 1. Debian packages ---------------------------------------------------------------------
@@ -209,7 +220,7 @@ rm -rf "$BUILD"
 "${MVN[@]}" -f jvm/pom.xml \
   -Dbluegreen.build.directory="$BUILD" \
   -Dflink.version="$FLINK" -Dlog4j.version="$LOG4J" -Dslf4j.version="$SLF4J" \
-  -Dbluegreen.tests="$TEST_FILTER" \
+  -Dbluegreen.tests="$TEST_FILTER" -DskipTests="$($RUN_TESTS && echo false || echo true)" \
   "$GOAL" >&2 || die "mvn -o $GOAL failed (see above)"
 MJAR="$BUILD/bluegreen-gate-$POM_VERSION.jar"
 [[ -f "$MJAR" ]] || die "$MJAR was not built"
