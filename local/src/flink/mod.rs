@@ -21,6 +21,7 @@ mod error;
 pub mod faults;
 mod job;
 mod operator;
+pub mod real;
 pub mod rest;
 pub mod snapshot;
 pub mod source;

@@ -35,6 +35,7 @@ pub(crate) enum JmStatus {
     Deploying,
     DeployedNotReady,
     Ready,
+    Error,
 }
 
 impl JmStatus {
@@ -44,6 +45,7 @@ impl JmStatus {
             Self::Deploying => "DEPLOYING",
             Self::DeployedNotReady => "DEPLOYED_NOT_READY",
             Self::Ready => "READY",
+            Self::Error => "ERROR",
         }
     }
 }
