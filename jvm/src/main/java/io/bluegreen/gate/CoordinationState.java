@@ -12,7 +12,8 @@ import java.util.TreeMap;
  *
  * <p>{@code epoch} and {@code deletionDelayMs} are unsigned 64-bit values held in a {@code long}
  * (compare them with {@link Long#compareUnsigned}); {@code watermarkToggleValue} (W) is meaningful
- * only when {@code watermarkStage != WATERMARK_NOT_SET}.
+ * only when {@code watermarkStage != WATERMARK_NOT_SET}. The floor F ({@code floor}, optional) is
+ * the W of the last completed handover: records with {@code t <= F} are dropped by both colors.
  */
 public final class CoordinationState implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -29,6 +30,8 @@ public final class CoordinationState implements Serializable {
         public static final String WATERMARK_STAGE = "watermark-stage";
         public static final String EPOCH = "epoch";
         public static final String PROTOCOL_VERSION = "protocol-version";
+        /** Optional: absent or empty means no floor. */
+        public static final String FLOOR = "floor";
 
         private Keys() {}
     }
@@ -44,6 +47,8 @@ public final class CoordinationState implements Serializable {
     private final WatermarkStage watermarkStage;
     private final long watermarkToggleValue;
     private final long epoch;
+    private final boolean hasFloor;
+    private final long floor;
 
     private CoordinationState(
             Color active,
@@ -51,22 +56,30 @@ public final class CoordinationState implements Serializable {
             Stage stage,
             WatermarkStage watermarkStage,
             long w,
-            long epoch) {
+            long epoch,
+            Long floor) {
         this.active = Objects.requireNonNull(active, "active");
         this.deletionDelayMs = deletionDelayMs;
         this.stage = Objects.requireNonNull(stage, "stage");
         this.watermarkStage = Objects.requireNonNull(watermarkStage, "watermarkStage");
         this.watermarkToggleValue = watermarkStage == WatermarkStage.WATERMARK_NOT_SET ? 0 : w;
         this.epoch = epoch;
+        this.hasFloor = floor != null;
+        this.floor = floor == null ? 0 : floor;
     }
 
     /**
-     * A state from its parts, without validation (use {@link #validate()}); {@code w} is ignored
-     * for {@code WATERMARK_NOT_SET}.
+     * A state from its parts, without a floor and without validation (use {@link #validate()});
+     * {@code w} is ignored for {@code WATERMARK_NOT_SET}.
      */
     public static CoordinationState of(
             long epoch, Color active, Stage stage, WatermarkStage watermarkStage, long w, long deletionDelayMs) {
-        return new CoordinationState(active, deletionDelayMs, stage, watermarkStage, w, epoch);
+        return new CoordinationState(active, deletionDelayMs, stage, watermarkStage, w, epoch, null);
+    }
+
+    /** The same state with floor {@code f} ({@code null}: none), without validation. */
+    public CoordinationState withFloor(Long f) {
+        return new CoordinationState(active, deletionDelayMs, stage, watermarkStage, watermarkToggleValue, epoch, f);
     }
 
     /** The state the controller writes when it creates a deployment's ConfigMap. */
@@ -106,9 +119,24 @@ public final class CoordinationState implements Serializable {
         return epoch;
     }
 
+    /** Whether a floor is in force. */
+    public boolean hasFloor() {
+        return hasFloor;
+    }
+
+    /** F; meaningful only when {@link #hasFloor()}. */
+    public long floor() {
+        return floor;
+    }
+
+    /** The floor, or null. */
+    Long floorOrNull() {
+        return hasFloor ? floor : null;
+    }
+
     /** The same state with another deletion delay. */
     public CoordinationState withDeletionDelayMs(long delay) {
-        return new CoordinationState(active, delay, stage, watermarkStage, watermarkToggleValue, epoch);
+        return new CoordinationState(active, delay, stage, watermarkStage, watermarkToggleValue, epoch, floorOrNull());
     }
 
     /**
@@ -141,7 +169,8 @@ public final class CoordinationState implements Serializable {
         }
         long epoch = parseUnsigned(data, Keys.EPOCH);
         long w = parseToggle(data, wstage);
-        CoordinationState parsed = new CoordinationState(active, delay, stage, wstage, w, epoch);
+        Long floor = parseFloor(data);
+        CoordinationState parsed = new CoordinationState(active, delay, stage, wstage, w, epoch, floor);
         parsed.validate();
         return parsed;
     }
@@ -156,23 +185,42 @@ public final class CoordinationState implements Serializable {
         m.put(Keys.WATERMARK_STAGE, watermarkStage.wire());
         m.put(Keys.EPOCH, Long.toUnsignedString(epoch));
         m.put(Keys.PROTOCOL_VERSION, Integer.toString(PROTOCOL_VERSION));
+        m.put(Keys.FLOOR, hasFloor ? Long.toString(floor) : "");
         return m;
     }
 
     /**
-     * Checks that {@code stage} and the toggle agree: INITIALIZING and RUNNING have no W,
-     * CLEAR_TO_TEARDOWN needs W set, FAILING happens only before W is set.
+     * Checks that {@code stage} and the toggle agree (INITIALIZING and RUNNING have no W,
+     * CLEAR_TO_TEARDOWN needs W set, FAILING happens only before W is set), then the floor
+     * (none in INITIALIZING, below W whenever W is proposed or set).
      */
     public void validate() throws ProtocolException {
         String reason = invalidReason();
         if (reason != null) {
             throw ProtocolException.inconsistent(Keys.WATERMARK_STAGE, watermarkStage.wire(), reason);
         }
+        reason = invalidFloorReason();
+        if (reason != null) {
+            throw ProtocolException.inconsistent(Keys.FLOOR, Long.toString(floor), reason);
+        }
     }
 
     /** Whether {@link #validate()} passes. */
     public boolean isValid() {
-        return invalidReason() == null;
+        return invalidReason() == null && invalidFloorReason() == null;
+    }
+
+    private String invalidFloorReason() {
+        if (!hasFloor) {
+            return null;
+        }
+        if (stage == Stage.INITIALIZING) {
+            return "INITIALIZING has no floor";
+        }
+        if (hasToggle() && floor >= watermarkToggleValue) {
+            return "the floor must be below the watermark toggle value";
+        }
+        return null;
     }
 
     private String invalidReason() {
@@ -243,17 +291,15 @@ public final class CoordinationState implements Serializable {
         }
     }
 
-    private static long parseToggle(Map<String, String> data, WatermarkStage wstage)
-            throws ProtocolException {
-        String key = Keys.WATERMARK_TOGGLE_VALUE;
-        String raw = get(data, key, "empty, or W in epoch milliseconds");
-        if (wstage == WatermarkStage.WATERMARK_NOT_SET) {
-            if (raw.isEmpty()) {
-                return 0;
-            }
-            throw ProtocolException.inconsistent(
-                    key, raw, "must be empty while watermark-stage is WATERMARK_NOT_SET");
+    private static Long parseFloor(Map<String, String> data) throws ProtocolException {
+        String raw = data.get(Keys.FLOOR);
+        if (raw == null || raw.isEmpty()) {
+            return null;
         }
+        return parseSigned(Keys.FLOOR, raw);
+    }
+
+    private static long parseSigned(String key, String raw) throws ProtocolException {
         String digits = raw.startsWith("-") ? raw.substring(1) : raw;
         if (!allAsciiDigits(digits)) {
             throw ProtocolException.invalidValue(key, raw, SIGNED);
@@ -265,19 +311,40 @@ public final class CoordinationState implements Serializable {
         }
     }
 
-    /** Short form for logs and errors, e.g. {@code epoch 3 TRANSITIONING active=GREEN WATERMARK_SET(W=1000)}. */
+    private static long parseToggle(Map<String, String> data, WatermarkStage wstage)
+            throws ProtocolException {
+        String key = Keys.WATERMARK_TOGGLE_VALUE;
+        String raw = get(data, key, "empty, or W in epoch milliseconds");
+        if (wstage == WatermarkStage.WATERMARK_NOT_SET) {
+            if (raw.isEmpty()) {
+                return 0;
+            }
+            throw ProtocolException.inconsistent(
+                    key, raw, "must be empty while watermark-stage is WATERMARK_NOT_SET");
+        }
+        return parseSigned(key, raw);
+    }
+
+    /** Short form for logs and errors, e.g. {@code epoch 3 TRANSITIONING active=GREEN WATERMARK_SET(W=1000) floor=900}. */
     @Override
     public String toString() {
         String s = "epoch " + Long.toUnsignedString(epoch) + " " + stage + " active=" + active + " " + watermarkStage;
-        return hasToggle() ? s + "(W=" + watermarkToggleValue + ")" : s;
+        s = hasToggle() ? s + "(W=" + watermarkToggleValue + ")" : s;
+        return hasFloor ? s + " floor=" + floor : s;
     }
 
-    /** Same stage, watermark stage, W and active color (ignores epoch and deletion delay). */
+    /** Same stage, watermark stage, W, floor and active color (ignores epoch and deletion delay). */
     boolean samePhase(CoordinationState o) {
         return stage == o.stage
                 && watermarkStage == o.watermarkStage
                 && watermarkToggleValue == o.watermarkToggleValue
+                && sameFloor(o)
                 && active == o.active;
+    }
+
+    /** Whether both have no floor or the same floor. */
+    boolean sameFloor(CoordinationState o) {
+        return hasFloor == o.hasFloor && floor == o.floor;
     }
 
     @Override
@@ -291,6 +358,6 @@ public final class CoordinationState implements Serializable {
 
     @Override
     public int hashCode() {
-        return Objects.hash(active, deletionDelayMs, stage, watermarkStage, watermarkToggleValue, epoch);
+        return Objects.hash(active, deletionDelayMs, stage, watermarkStage, watermarkToggleValue, epoch, floorOrNull());
     }
 }

@@ -22,25 +22,27 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The bluegreen gate as a Flink {@code ProcessFunction}: place it just before the sink of both the
- * blue and the green job ({@code stream.process(new GateProcessFunction<>(Color.BLUE, source))}).
- * Each record is passed, dropped or held by the coordination state's rule for this gate's color
- * (see {@code docs/protocol.md} and {@code docs/jvm.md}).
+ * The bluegreen gate's configuration, and the gate itself when placed with
+ * {@link GateSinkWrapper#gate}: a {@link GateOperator} built from this object, just before the sink
+ * of both the blue and the green job. Each record is passed, dropped or held by the coordination
+ * state's rule for this gate's color (see {@code docs/protocol.md} and {@code docs/jvm.md}).
  *
  * <ul>
  *   <li><b>Decision path</b>: one volatile read of the latest {@link Gate.Snapshot} and one
  *       comparison of the event time with the cached {@link Rule}.
- *   <li><b>Hold</b>: the task thread waits (bounded, {@link #withHoldTimeout}, default 60 s) for a
- *       newer state and re-decides; on timeout it throws {@link GateHoldTimeoutException}, failing
- *       the task so that Flink restarts it from its checkpoint. It never guesses.
+ *   <li><b>Hold</b> ({@link GateOperator}): held records wait in checkpointed state, the watermark
+ *       is held back below them, and they are released in order when a newer state decides them.
+ *       The buffer is bounded ({@link #withHoldBuffer}; when full the gate applies backpressure) and
+ *       so is the age of its oldest record ({@link #withHoldTimeout}, then
+ *       {@link GateHoldTimeoutException} fails the task). It never guesses.
+ *   <li><b>Placed with {@code stream.process(fn)}</b> (kept for source compatibility): a hold
+ *       blocks the task thread, up to the hold timeout, and checkpoints wait. Use
+ *       {@link GateSinkWrapper#gate}.
  *   <li><b>Records without an event time</b>: by default the task fails with
  *       {@link MissingTimestampException}; {@link #treatMissingTimestampAs(long)} gives them a fixed
  *       event time instead.
- *   <li><b>Metrics</b> (operator metric group): counters {@code bluegreenGatePassed},
- *       {@code bluegreenGateDropped}, {@code bluegreenGateHeld}, {@code bluegreenGateRefusedUpdates},
- *       {@code bluegreenGateSourceErrors}; gauges {@code bluegreenGateMaxPassedEventTime},
- *       {@code bluegreenGateEpoch}, {@code bluegreenGateWatermarkStage},
- *       {@code bluegreenGateToggle}, {@code bluegreenGateAppliedState}.
+ *   <li><b>Records at or below the floor</b> ({@code t <= F}) are dropped by both colors and counted
+ *       in {@link #METRIC_DROPPED_LATE}.
  *   <li><b>State</b>: the maximum passed event time is kept in union list operator state and
  *       restored (maximum over all entries) so that a restart cannot hide a record already passed.
  * </ul>
@@ -52,6 +54,7 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
     /** Metric names (operator scope). */
     public static final String METRIC_PASSED = "bluegreenGatePassed";
     public static final String METRIC_DROPPED = "bluegreenGateDropped";
+    public static final String METRIC_DROPPED_LATE = "bluegreenGateDroppedLate";
     public static final String METRIC_HELD = "bluegreenGateHeld";
     public static final String METRIC_REFUSED = "bluegreenGateRefusedUpdates";
     public static final String METRIC_SOURCE_ERRORS = "bluegreenGateSourceErrors";
@@ -59,10 +62,19 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
     public static final String METRIC_EPOCH = "bluegreenGateEpoch";
     public static final String METRIC_WATERMARK_STAGE = "bluegreenGateWatermarkStage";
     public static final String METRIC_TOGGLE = "bluegreenGateToggle";
+    /** The controller's acknowledgement gauge: one line, format in {@link #appliedStateLine()}. */
     public static final String METRIC_APPLIED_STATE = "bluegreenGateAppliedState";
+    public static final String METRIC_HELD_RECORDS = "bluegreenGateHeldRecords";
+    public static final String METRIC_HELD_BYTES = "bluegreenGateHeldBytes";
+    public static final String METRIC_HELD_OLDEST_AGE = "bluegreenGateHeldOldestAgeMs";
 
     /** Name of the union list state holding the maximum passed event time. */
     public static final String STATE_NAME = "bluegreen-gate-max-passed-event-time";
+
+    /** Defaults of {@link #withHoldTimeout} and {@link #withHoldBuffer}. */
+    public static final Duration DEFAULT_HOLD_TIMEOUT = Duration.ofMinutes(10);
+    public static final int DEFAULT_HOLD_MAX_RECORDS = 100_000;
+    public static final long DEFAULT_HOLD_MAX_BYTES = 64L << 20;
 
     /** How often an idle gate publishes a newly received state as applied (processing time). */
     static final long IDLE_APPLY_INTERVAL_MS = 50;
@@ -82,7 +94,9 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
     private final StateSource source;
     /** Null: the default, {@link TimestampExtractor#fromContext()}, inlined in the decision path. */
     private TimestampExtractor<T> extractor;
-    private long holdTimeoutNanos = Duration.ofSeconds(60).toNanos();
+    private long holdTimeoutNanos = DEFAULT_HOLD_TIMEOUT.toNanos();
+    private int holdMaxRecords = DEFAULT_HOLD_MAX_RECORDS;
+    private long holdMaxBytes = DEFAULT_HOLD_MAX_BYTES;
     private boolean failOnMissingTimestamp = true;
     private long missingTimestampAs;
 
@@ -99,11 +113,15 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
     private transient long maxPassedPublished;
     private transient Counter passed;
     private transient Counter dropped;
+    private transient Counter droppedLate;
     private transient Counter held;
     private transient ListState<Long> maxPassedState;
     private transient long restoredMaxPassed;
     private transient boolean stateInitialized;
     private transient volatile boolean closed;
+    /** The gate operator's input watermark and whether all its inputs are idle (for the report line). */
+    private transient volatile long inputWatermark;
+    private transient volatile boolean inputIdle;
 
     /** A gate of {@code color} fed by {@code source}. */
     public GateProcessFunction(Color color, StateSource source) {
@@ -117,12 +135,28 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
         return this;
     }
 
-    /** How long a record may be held before the task fails (default 60 s). */
+    /** How long a record may be held before the task fails (default 10 minutes). */
     public GateProcessFunction<T> withHoldTimeout(Duration timeout) {
         if (timeout.isNegative()) {
             throw new IllegalArgumentException("hold timeout must not be negative: " + timeout);
         }
         this.holdTimeoutNanos = timeout.toNanos();
+        return this;
+    }
+
+    /**
+     * Bounds the held records of one gate subtask (default 100,000 records and 64 MiB, counting the
+     * records' serialized size). When the next held record would exceed a bound, the gate stops
+     * reading its input (backpressure) until held records are released; a single record larger
+     * than {@code maxBytes} is still held when nothing else is.
+     */
+    public GateProcessFunction<T> withHoldBuffer(int maxRecords, long maxBytes) {
+        if (maxRecords < 1 || maxBytes < 1) {
+            throw new IllegalArgumentException("hold buffer bounds must be positive: maxRecords=" + maxRecords
+                    + ", maxBytes=" + maxBytes);
+        }
+        this.holdMaxRecords = maxRecords;
+        this.holdMaxBytes = maxBytes;
         return this;
     }
 
@@ -145,6 +179,18 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
 
     public Color color() {
         return color;
+    }
+
+    long holdTimeoutNanos() {
+        return holdTimeoutNanos;
+    }
+
+    int holdMaxRecords() {
+        return holdMaxRecords;
+    }
+
+    long holdMaxBytes() {
+        return holdMaxBytes;
     }
 
     // ---------------------------------------------------------------------------------------
@@ -200,8 +246,10 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
             maxPassedLocal = Long.MIN_VALUE;
             MAX_PASSED.setRelease(this, maxPassedLocal);
         }
+        inputWatermark = Long.MIN_VALUE;
         passed = metrics.counter(METRIC_PASSED);
         dropped = metrics.counter(METRIC_DROPPED);
+        droppedLate = metrics.counter(METRIC_DROPPED_LATE);
         held = metrics.counter(METRIC_HELD);
         Gate g = gate;
         metrics.gauge(METRIC_REFUSED, (Gauge<Long>) g::refusedUpdates);
@@ -282,14 +330,54 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
             pass(t);
             out.collect(value);
         } else if (d == Decision.DROP) {
-            dropped.inc();
+            drop(s.rule, t);
         } else {
             hold(value, t, s, out);
         }
     }
 
+    /** The snapshot to decide with, applied first if the source delivered a newer one (task thread). */
+    Gate.Snapshot current() {
+        Gate.Snapshot s = gate.latest();
+        if (s != appliedLocal) {
+            applyOnTaskThread(s);
+        }
+        return s;
+    }
+
+    /** Counts a dropped record: late (at or below the floor) or owned by the other color. */
+    void drop(Rule rule, long t) {
+        if (rule.isLate(t)) {
+            droppedLate.inc();
+        } else {
+            dropped.inc();
+        }
+    }
+
+    void countHeld() {
+        held.inc();
+    }
+
+    /** Records the gate operator's input watermark and idleness for {@link #appliedStateLine()}. */
+    void observeInput(long watermark, boolean idle) {
+        inputWatermark = watermark;
+        inputIdle = idle;
+    }
+
+    /** Why a held record is still undecided, for {@link GateHoldTimeoutException}. */
+    String holdTimeoutMessage(long t, long heldMs) {
+        CoordinationState cur = appliedLocal.state;
+        String problem = gate.lastProblem();
+        return "bluegreen gate (" + color + "): held a record with event time " + t
+                + " for " + heldMs + " ms without a state that decides it"
+                + " (applied state: " + (cur == null ? "none yet" : cur.toString()) + ")"
+                + (problem.isEmpty() ? "" : "; last problem: " + problem)
+                + "; failing the task so that Flink restarts it from its checkpoint"
+                + " (GateProcessFunction.withHoldTimeout sets the bound)";
+    }
+
     /** Custom extractor, or no timestamp (null or Flink's NO_TIMESTAMP): kept out of the hot method. */
-    private long eventTimeSlow(T value, Long ts) throws MissingTimestampException {
+    long eventTimeSlow(T value, Long ts) throws MissingTimestampException {
         Long t = extractor != null ? extractor.eventTime(value, ts) : null;
         if (t != null) {
             return t;
@@ -302,7 +390,12 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
         return missingTimestampAs;
     }
 
-    private void pass(long t) {
+    /** Whether the default extractor applies (the record's Flink timestamp). */
+    boolean usesRecordTimestamp() {
+        return extractor == null;
+    }
+
+    void pass(long t) {
         passed.inc();
         if (t > maxPassedLocal) {
             maxPassedLocal = t;
@@ -318,6 +411,7 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
         appliedPublished = s; // volatile: publishes every max-passed update made under older states
     }
 
+    /** The blocking hold of the {@code stream.process(fn)} placement (see the class comment). */
     private void hold(T value, long t, Gate.Snapshot s, Collector<T> out) throws Exception {
         held.inc();
         long start = System.nanoTime();
@@ -326,12 +420,7 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
         while (true) {
             Gate.Snapshot next = gate.awaitChange(cur, deadline);
             if (next == cur) {
-                String problem = gate.lastProblem();
-                throw new GateHoldTimeoutException("bluegreen gate (" + color + "): held a record with event time " + t
-                        + " for " + Duration.ofNanos(System.nanoTime() - start).toMillis() + " ms without a state that decides it"
-                        + " (applied state: " + (cur.state == null ? "none yet" : cur.state.toString()) + ")"
-                        + (problem.isEmpty() ? "" : "; last problem: " + problem)
-                        + "; failing the task so that Flink restarts it from its checkpoint");
+                throw new GateHoldTimeoutException(holdTimeoutMessage(t, (System.nanoTime() - start) / 1_000_000));
             }
             applyOnTaskThread(next);
             cur = next;
@@ -342,7 +431,7 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
                 return;
             }
             if (d == Decision.DROP) {
-                dropped.inc();
+                drop(cur.rule, t);
                 return;
             }
         }
@@ -367,20 +456,14 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
     }
 
     /**
-     * One consistent line for the controller: the applied state, then the maximum passed event time
-     * read after it (so every record passed under an older state is included), e.g.
-     * {@code epoch=7 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle=1000 max-passed=998}.
+     * The acknowledgement line the controller reads ({@link #METRIC_APPLIED_STATE}): the applied
+     * state, then the maximum passed event time read after it (so every record passed under an
+     * older state is included), then the input watermark and idleness, e.g.
+     * {@code epoch=7 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false}.
      */
     String appliedStateLine() {
         Gate.Snapshot snap = appliedPublished; // volatile read first
         long max = maxPassedEventTime();
-        CoordinationState s = snap == null ? null : snap.state;
-        if (s == null) {
-            return "epoch= stage= active= watermark-stage=-1 toggle= max-passed=" + max;
-        }
-        return "epoch=" + Long.toUnsignedString(s.epoch()) + " stage=" + s.stage() + " active=" + s.active()
-                + " watermark-stage=" + s.watermarkStage().ordinal()
-                + " toggle=" + (s.hasToggle() ? Long.toString(s.watermarkToggleValue()) : "")
-                + " max-passed=" + max;
+        return GateReport.line(snap == null ? null : snap.state, max, inputWatermark, inputIdle);
     }
 }

@@ -17,9 +17,18 @@ public final class GateSinkWrapper {
 
     private GateSinkWrapper() {}
 
-    /** {@code stream.process(gate)} with the gate's uid and name, chained with what follows. */
+    /** The gate ({@link GateOperator}) with uid {@link #UID}, chained with what follows. */
     public static <T> SingleOutputStreamOperator<T> gate(DataStream<T> stream, GateProcessFunction<T> gate) {
-        return stream.process(gate, stream.getType()).uid(UID).name(UID + " (" + gate.color() + ")")
+        return gate(stream, gate, UID);
+    }
+
+    /**
+     * The gate with its own {@code uid}, for a job with several gated sinks (Flink refuses two
+     * operators with one uid); use the same uid in the blue and the green job.
+     */
+    public static <T> SingleOutputStreamOperator<T> gate(DataStream<T> stream, GateProcessFunction<T> gate, String uid) {
+        return stream.transform(uid + " (" + gate.color() + ")", stream.getType(), new GateOperator<>(gate))
+                .uid(uid)
                 .setParallelism(stream.getParallelism());
     }
 

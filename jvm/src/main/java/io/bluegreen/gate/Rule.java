@@ -3,9 +3,11 @@ package io.bluegreen.gate;
 import java.io.Serializable;
 
 /**
- * A gate's whole rule for one state and one color: records with event time {@code <= w} get
- * {@link #atOrBelow()}, the others {@link #above()}. Computed once per state update so that each
- * record costs one comparison. Immutable.
+ * A gate's whole rule for one state and one color: records with event time {@code > w} get
+ * {@link #above()}, those in {@code (lo, w]} get {@link #atOrBelow()}, those {@code <= lo} get
+ * {@code below}. The floor F, when there is one, is a band {@code t <= F} dropped by both colors
+ * (and counted as late). Computed once per state update so that a record costs one comparison in
+ * the common cases. Immutable.
  */
 public final class Rule implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -16,21 +18,37 @@ public final class Rule implements Serializable {
     private final long w;
     private final Decision atOrBelow;
     private final Decision above;
+    private final long lo;
+    private final Decision below;
+    private final boolean hasFloor;
+    private final long floor;
 
-    private Rule(long w, Decision atOrBelow, Decision above) {
+    private Rule(long w, Decision atOrBelow, Decision above, long lo, Decision below, boolean hasFloor, long floor) {
         this.w = w;
         this.atOrBelow = atOrBelow;
         this.above = above;
+        this.lo = lo;
+        this.below = below;
+        this.hasFloor = hasFloor;
+        this.floor = floor;
     }
 
     /** A rule that splits at {@code w}. */
     public static Rule split(long w, Decision atOrBelow, Decision above) {
-        return new Rule(w, atOrBelow, above);
+        return new Rule(w, atOrBelow, above, Long.MIN_VALUE, atOrBelow, false, 0);
     }
 
     /** A rule that gives every record the same decision ({@code w = Long.MAX_VALUE}). */
     public static Rule uniform(Decision d) {
-        return new Rule(Long.MAX_VALUE, d, d);
+        return split(Long.MAX_VALUE, d, d);
+    }
+
+    /** This rule with floor {@code f} ({@code f < w} unless the rule is uniform): {@code t <= f} is dropped. */
+    Rule withFloor(long f) {
+        if (atOrBelow == above) { // uniform: one comparison with the floor
+            return new Rule(f, Decision.DROP, above, Long.MIN_VALUE, Decision.DROP, true, f);
+        }
+        return new Rule(w, atOrBelow, above, f, Decision.DROP, true, f);
     }
 
     /** The split point. */
@@ -46,9 +64,14 @@ public final class Rule implements Serializable {
         return above;
     }
 
-    /** The decision for one record: one comparison. */
+    /** The decision for one record. */
     public Decision decide(long eventTimeMs) {
-        return eventTimeMs <= w ? atOrBelow : above;
+        return eventTimeMs > w ? above : eventTimeMs > lo ? atOrBelow : below;
+    }
+
+    /** Whether {@code eventTimeMs} is at or below the floor (a late record, dropped by both colors). */
+    public boolean isLate(long eventTimeMs) {
+        return hasFloor && eventTimeMs <= floor;
     }
 
     /**
@@ -59,6 +82,11 @@ public final class Rule implements Serializable {
         if (state == null || !state.isValid()) {
             return HOLD;
         }
+        Rule r = withoutFloor(state, color);
+        return state.hasFloor() ? r.withFloor(state.floor()) : r;
+    }
+
+    private static Rule withoutFloor(CoordinationState state, Color color) {
         boolean incoming = color == state.active();
         long w = state.watermarkToggleValue();
         switch (state.stage()) {
@@ -92,16 +120,23 @@ public final class Rule implements Serializable {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof Rule && ((Rule) o).w == w && ((Rule) o).atOrBelow == atOrBelow && ((Rule) o).above == above;
+        if (!(o instanceof Rule)) {
+            return false;
+        }
+        Rule r = (Rule) o;
+        return r.w == w && r.atOrBelow == atOrBelow && r.above == above && r.lo == lo && r.below == below
+                && r.hasFloor == hasFloor && r.floor == floor;
     }
 
     @Override
     public int hashCode() {
-        return Long.hashCode(w) * 31 + atOrBelow.hashCode() * 7 + above.hashCode();
+        return Long.hashCode(w) * 31 + atOrBelow.hashCode() * 7 + above.hashCode() + Long.hashCode(lo) * 17 + Long.hashCode(floor);
     }
 
     @Override
     public String toString() {
-        return atOrBelow == above ? "Rule(" + atOrBelow + ")" : "Rule(t<=" + w + ": " + atOrBelow + ", t>" + w + ": " + above + ")";
+        String f = hasFloor ? ", floor " + floor + ": DROP" : "";
+        return atOrBelow == above && !hasFloor ? "Rule(" + atOrBelow + ")"
+                : "Rule(t<=" + w + ": " + atOrBelow + ", t>" + w + ": " + above + f + ")";
     }
 }

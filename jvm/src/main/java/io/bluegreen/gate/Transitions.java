@@ -9,6 +9,10 @@ import static io.bluegreen.gate.WatermarkStage.WAITING_FOR_WATERMARK;
 import static io.bluegreen.gate.WatermarkStage.WATERMARK_NOT_SET;
 import static io.bluegreen.gate.WatermarkStage.WATERMARK_SET;
 
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
 /**
  * The legal evolutions of the coordination state; the Java twin of the Rust
  * {@code check_transition} / {@code is_step}. A gate may miss states, so {@link #check} accepts
@@ -52,10 +56,15 @@ public final class Transitions {
         }
         boolean sameColor = prev.active() == next.active();
         if (next.epoch() == prev.epoch() + 1) {
-            return prev.stage() == RUNNING
-                    && next.stage() == TRANSITIONING
-                    && next.watermarkStage() == WATERMARK_NOT_SET
-                    && next.active() == prev.active().other();
+            if (prev.stage() != RUNNING) {
+                return false;
+            }
+            // Step 9 carries the floor into the next handover; step 10 clears it.
+            return (next.stage() == TRANSITIONING
+                            && next.watermarkStage() == WATERMARK_NOT_SET
+                            && next.active() == prev.active().other()
+                            && next.sameFloor(prev))
+                    || (next.stage() == RUNNING && sameColor && !next.hasFloor());
         }
         if (next.epoch() != prev.epoch()) {
             return false;
@@ -66,10 +75,16 @@ public final class Transitions {
         WatermarkStage nt = next.watermarkStage();
         long w = prev.watermarkToggleValue();
         long w2 = next.watermarkToggleValue();
+        if (ps == CLEAR_TO_TEARDOWN && ns == RUNNING) {
+            return sameColor && next.hasFloor() && next.floor() == w; // step 6: W becomes the floor
+        }
+        if (!next.sameFloor(prev)) {
+            return false;
+        }
         if (ps == ns && pt == nt && w == w2) {
             return sameColor;
         }
-        if (((ps == INITIALIZING || ps == CLEAR_TO_TEARDOWN) && ns == RUNNING)
+        if ((ps == INITIALIZING && ns == RUNNING)
                 || (ps == TRANSITIONING && pt == WATERMARK_NOT_SET && ns == TRANSITIONING && nt == WAITING_FOR_WATERMARK)) {
             return sameColor;
         }
@@ -103,18 +118,21 @@ public final class Transitions {
         Stage ps = prev.stage();
         if (ps == INITIALIZING) {
             return next.stage() == RUNNING && sameColor
-                    ? null
+                    ? runningFloor(prev, next)
                     : "INITIALIZING can only become RUNNING with the same active color";
         }
         if (ps == FAILING) {
             return next.stage() == RUNNING && next.active() == prev.active().other()
-                    ? null
+                    ? runningFloor(prev, next)
                     : "FAILING can only become RUNNING with the outgoing color active again";
         }
         if ((ps == TRANSITIONING || ps == CLEAR_TO_TEARDOWN) && next.stage() == RUNNING) {
             return sameColor || toggleAllowsAbort(prev)
-                    ? null
+                    ? runningFloor(prev, next)
                     : "after WATERMARK_SET the incoming color stays active";
+        }
+        if (!prev.sameFloor(next)) {
+            return "the floor may not change within an epoch (only RUNNING after a handover sets it to W)";
         }
         if (!sameColor) {
             return "the active color may not change within a transition";
@@ -152,23 +170,142 @@ public final class Transitions {
         return "not reachable by legal steps";
     }
 
+    private static String runningFloor(CoordinationState prev, CoordinationState next) {
+        return Ends.of(prev).contains(next.active(), next.floorOrNull())
+                ? null
+                : "RUNNING's floor must be the W of the handover it completes, or the floor before an abort";
+    }
+
     private static String acrossEpochs(CoordinationState prev, CoordinationState next) {
         if (next.stage() == INITIALIZING) {
             return "INITIALIZING only starts a deployment's first epoch";
         }
-        if (next.stage() == RUNNING || Long.compareUnsigned(next.epoch() - prev.epoch(), 2) >= 0) {
-            return null;
+        // The RUNNING states reachable at the end of each epoch up to next's (or the one before).
+        long steps = next.epoch() - prev.epoch() - (next.stage() == RUNNING ? 0 : 1);
+        Ends ends = Ends.of(prev);
+        for (long i = 0; Long.compareUnsigned(i, steps) < 0 && !ends.saturated(); i++) {
+            ends = ends.nextEpoch();
         }
-        Color needed = next.active().other();
-        boolean ok;
-        if (prev.stage() == FAILING) {
-            ok = prev.active().other() == needed;
-        } else if (toggleAllowsAbort(prev)) {
-            ok = true;
-        } else {
-            ok = prev.active() == needed;
+        if (next.stage() == RUNNING) {
+            return ends.contains(next.active(), next.floorOrNull())
+                    ? null
+                    : "no sequence of handovers ends in this color with this floor";
         }
-        return ok ? null : "the new epoch's incoming color must differ from the color left running by the previous epoch";
+        Color left = next.active().other();
+        if (!ends.hasColor(left)) {
+            return "the new epoch's incoming color must differ from the color left running by the previous epoch";
+        }
+        return ends.contains(left, next.floorOrNull())
+                ? null
+                : "a new epoch's handover carries the floor of the RUNNING state it starts from";
+    }
+
+    /**
+     * The RUNNING states (color, floor) reachable at the end of an epoch: per color, whether "no
+     * floor" is reachable, some single floors, and every floor {@code >= atLeast}.
+     */
+    private static final class Ends {
+        final boolean[] none = new boolean[2];
+        final List<Set<Long>> points = List.of(new HashSet<>(), new HashSet<>());
+        final boolean[] hasRange = new boolean[2];
+        final long[] atLeast = new long[2];
+
+        /** The RUNNING states that end {@code s}'s epoch. */
+        static Ends of(CoordinationState s) {
+            Ends e = new Ends();
+            Color x = s.active();
+            Long f = s.floorOrNull();
+            switch (s.stage()) {
+                case INITIALIZING:
+                case RUNNING:
+                    e.add(x, f);
+                    break;
+                case FAILING:
+                    e.add(x.other(), f);
+                    break;
+                case CLEAR_TO_TEARDOWN:
+                    e.add(x, s.watermarkToggleValue());
+                    break;
+                default: // TRANSITIONING
+                    switch (s.watermarkStage()) {
+                        case WATERMARK_SET:
+                            e.add(x, s.watermarkToggleValue());
+                            break;
+                        case WAITING_FOR_WATERMARK:
+                            e.addRange(x, s.watermarkToggleValue());
+                            e.add(x.other(), f);
+                            break;
+                        default:
+                            e.addAbove(x, f);
+                            e.add(x.other(), f);
+                    }
+            }
+            return e;
+        }
+
+        /** The next epoch: step 10 (floor cleared), or step 9 then an abort (floor kept) or a completion (W above it). */
+        Ends nextEpoch() {
+            Ends n = new Ends();
+            for (Color c : Color.values()) {
+                int i = c.ordinal();
+                if (!none[i] && points.get(i).isEmpty() && !hasRange[i]) {
+                    continue;
+                }
+                n.none[c.ordinal()] = true;
+                if (none[i]) {
+                    n.addAbove(c.other(), null);
+                }
+                for (long p : points.get(i)) {
+                    n.add(c, p);
+                    n.addAbove(c.other(), p);
+                }
+                if (hasRange[i]) {
+                    n.addRange(c, atLeast[i]);
+                    n.addAbove(c.other(), atLeast[i]);
+                }
+            }
+            return n;
+        }
+
+        boolean saturated() {
+            return none[0] && none[1] && hasRange[0] && hasRange[1] && atLeast[0] == Long.MIN_VALUE && atLeast[1] == Long.MIN_VALUE;
+        }
+
+        boolean hasColor(Color c) {
+            int i = c.ordinal();
+            return none[i] || !points.get(i).isEmpty() || hasRange[i];
+        }
+
+        boolean contains(Color c, Long floor) {
+            int i = c.ordinal();
+            if (floor == null) {
+                return none[i];
+            }
+            return points.get(i).contains(floor) || (hasRange[i] && floor >= atLeast[i]);
+        }
+
+        void add(Color c, Long floor) {
+            if (floor == null) {
+                none[c.ordinal()] = true;
+            } else {
+                points.get(c.ordinal()).add(floor);
+            }
+        }
+
+        /** Every floor W a completed handover can set above floor {@code f} (any W without one). */
+        void addAbove(Color c, Long f) {
+            if (f == null) {
+                addRange(c, Long.MIN_VALUE);
+            } else if (f != Long.MAX_VALUE) {
+                addRange(c, f + 1);
+            }
+        }
+
+        void addRange(Color c, long from) {
+            int i = c.ordinal();
+            atLeast[i] = hasRange[i] ? Math.min(atLeast[i], from) : from;
+            hasRange[i] = true;
+        }
     }
 
     private static boolean toggleAllowsAbort(CoordinationState s) {

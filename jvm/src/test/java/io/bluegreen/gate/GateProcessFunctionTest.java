@@ -56,7 +56,7 @@ final class GateProcessFunctionTest {
     static void register() {
         test("gate: registers every documented metric under its exact name", () -> {
             Rig r = new Rig(BLUE).start();
-            for (String m : List.of(METRIC_PASSED, METRIC_DROPPED, METRIC_HELD, METRIC_MAX_PASSED, METRIC_EPOCH,
+            for (String m : List.of(METRIC_PASSED, METRIC_DROPPED, METRIC_DROPPED_LATE, METRIC_HELD, METRIC_MAX_PASSED, METRIC_EPOCH,
                     METRIC_WATERMARK_STAGE, METRIC_TOGGLE, METRIC_REFUSED, METRIC_SOURCE_ERRORS, METRIC_APPLIED_STATE)) {
                 check(r.metrics.registered.containsKey(m), "metric " + m + " registered: " + r.metrics.registered.keySet());
             }
@@ -80,7 +80,7 @@ final class GateProcessFunctionTest {
             checkEq(14L, blue.metrics.gauge(METRIC_MAX_PASSED), "blue max passed");
             checkEq(3L, blue.metrics.gauge(METRIC_EPOCH), "epoch gauge");
             checkEq(0, blue.metrics.gauge(METRIC_WATERMARK_STAGE), "watermark stage gauge");
-            checkEq("epoch=3 stage=RUNNING active=BLUE watermark-stage=0 toggle= max-passed=14",
+            checkEq("epoch=3 stage=RUNNING active=BLUE watermark-stage=0 toggle= floor= max-passed=14 watermark=-9223372036854775808 idle=false",
                     blue.metrics.gauge(METRIC_APPLIED_STATE), "applied state line");
         });
         test("gate: with W set the outgoing color owns t <= W (W included), the incoming t > W", () -> {
@@ -191,7 +191,7 @@ final class GateProcessFunctionTest {
             r.send("y", Long.MIN_VALUE + 1);
             checkEq(List.of("y"), r.out.items, "MIN+1 is an ordinary event time");
         });
-        test("gate: records without a timestamp are emitted once with treatMissingTimestampAs", () -> {
+        test("gate: records without a timestamp are emitted once with treatMissingTimestampAs, until a floor drops them", () -> {
             Rig blue = new Rig(BLUE).start();
             Rig green = new Rig(GREEN).start();
             blue.fn.treatMissingTimestampAs(Long.MIN_VALUE);
@@ -200,7 +200,8 @@ final class GateProcessFunctionTest {
                     st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE),
                     st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, 7, GREEN),
                     st(1, Stage.CLEAR_TO_TEARDOWN, WatermarkStage.WATERMARK_SET, 7, GREEN),
-                    st(1, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
+                    st(1, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN).withFloor(7L),
+                    st(2, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
             int i = 0;
             for (CoordinationState s : states) {
                 blue.ch.publish(s);
@@ -209,11 +210,51 @@ final class GateProcessFunctionTest {
                 green.send("n" + i, null);
                 i++;
             }
+            checkEq(0L, (long) blue.metrics.gauge(METRIC_REFUSED) + (long) green.metrics.gauge(METRIC_REFUSED), "refused updates");
             List<String> all = new ArrayList<>(blue.out.items);
             all.addAll(green.out.items);
             all.sort(null);
-            checkEq(List.of("n0", "n1", "n2", "n3"), all, "each record emitted once by one color");
+            checkEq(List.of("n0", "n1", "n2", "n4"), all, "each record emitted at most once; n3 is at or below the floor");
             checkEq(List.of("n0", "n1", "n2"), blue.out.items, "outgoing owns them until it is torn down");
+            checkEq(1L, blue.metrics.count(METRIC_DROPPED_LATE), "blue dropped n3 as late");
+            checkEq(1L, green.metrics.count(METRIC_DROPPED_LATE), "green dropped n3 as late");
+        });
+        test("gate: the floor: t <= F is dropped by both colors in every stage and counted as late; no floor, no late", () -> {
+            long f = 100;
+            List<CoordinationState> states = List.of(
+                    st(1, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE).withFloor(f),
+                    st(2, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN).withFloor(f),
+                    st(2, Stage.TRANSITIONING, WatermarkStage.WAITING_FOR_WATERMARK, 200, GREEN).withFloor(f),
+                    st(2, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, 200, GREEN).withFloor(f),
+                    st(2, Stage.CLEAR_TO_TEARDOWN, WatermarkStage.WATERMARK_SET, 200, GREEN).withFloor(f),
+                    st(2, Stage.FAILING, WatermarkStage.WAITING_FOR_WATERMARK, 200, GREEN).withFloor(f));
+            for (CoordinationState s : states) {
+                for (Color c : Color.values()) {
+                    Rule r = Rule.forState(s, c);
+                    for (long t : new long[] {Long.MIN_VALUE, 0, f - 1, f}) {
+                        checkEq(Decision.DROP, r.decide(t), c + " at t=" + t + " under " + s);
+                        check(r.isLate(t), "late at t=" + t);
+                    }
+                    check(!r.isLate(f + 1), "t=F+1 is not late under " + s);
+                }
+            }
+            checkEq(Decision.PASS, Rule.forState(states.get(0), BLUE).decide(f + 1), "RUNNING: the active color passes t > F");
+            // Without a floor nothing is late, not even Long.MIN_VALUE.
+            Rule none = Rule.forState(st(1, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE), BLUE);
+            checkEq(Decision.PASS, none.decide(Long.MIN_VALUE), "MIN without a floor");
+            check(!none.isLate(Long.MIN_VALUE), "MIN is not late without a floor");
+            // Counted apart from ordinary drops.
+            Rig blue = new Rig(BLUE).start();
+            blue.ch.publish(states.get(0));
+            blue.send("late", f);
+            blue.send("ok", f + 1);
+            blue.ch.publish(states.get(3));
+            blue.send("green's", 201L);
+            checkEq(List.of("ok"), blue.out.items, "blue emitted");
+            checkEq(1L, blue.metrics.count(METRIC_DROPPED_LATE), "late drops");
+            checkEq(1L, blue.metrics.count(METRIC_DROPPED), "ordinary drops");
+            check(((String) blue.metrics.gauge(METRIC_APPLIED_STATE)).contains(" toggle=200 floor=100 max-passed=101 "),
+                    "report line carries the floor: " + blue.metrics.gauge(METRIC_APPLIED_STATE));
         });
         test("gate: a custom TimestampExtractor decides instead of the context timestamp", () -> {
             Rig r = new Rig(BLUE).start();

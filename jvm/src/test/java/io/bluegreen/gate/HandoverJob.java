@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.connector.sink2.SinkWriter;
@@ -48,14 +49,20 @@ final class HandoverJob {
     /** Builds the job into {@code env}; ids reach {@link Recorder} {@code recorderKey} (null: discard). */
     static void build(StreamExecutionEnvironment env, long n, int paceEvery, Stage stage,
             GateProcessFunction<Long> gate, String recorderKey) {
+        build(env, n, paceEvery > 0 ? new Pacer(paceEvery) : null, stage, gate, recorderKey);
+    }
+
+    /** The same with any pacer (null: none). */
+    static void build(StreamExecutionEnvironment env, long n, MapFunction<Long, Long> pacer, Stage stage,
+            GateProcessFunction<Long> gate, String recorderKey) {
         DataStream<Long> s = env.fromSequence(0, n - 1)
                 .name("ids")
                 .assignTimestampsAndWatermarks(WatermarkStrategy
                         .<Long>forBoundedOutOfOrderness(Duration.ofMillis(OUT_OF_ORDERNESS_MS))
                         .withTimestampAssigner((id, ts) -> eventTime(id)))
                 .name("event-times");
-        if (paceEvery > 0) {
-            s = s.map(new Pacer(paceEvery)).name("pacer");
+        if (pacer != null) {
+            s = s.map(pacer).name("pacer");
         }
         switch (stage) {
             case GATE:
@@ -89,6 +96,33 @@ final class HandoverJob {
         }
     }
 
+    /** Spreads each subtask's {@code perSubtask} records evenly over {@code totalMs} of wall time. */
+    static final class TimedPacer implements MapFunction<Long, Long> {
+        private static final long serialVersionUID = 1L;
+        private final long totalMs;
+        private final long perSubtask;
+        private transient long start;
+        private transient long count;
+
+        TimedPacer(long totalMs, long perSubtask) {
+            this.totalMs = totalMs;
+            this.perSubtask = perSubtask;
+        }
+
+        @Override
+        public Long map(Long v) throws Exception {
+            long now = System.currentTimeMillis();
+            if (count++ == 0) {
+                start = now;
+            }
+            long due = start + count * totalMs / perSubtask;
+            if (due > now) {
+                Thread.sleep(due - now);
+            }
+            return v;
+        }
+    }
+
     /** The baseline of the decision-path benchmark: a ProcessFunction that emits every record. */
     static final class Identity extends ProcessFunction<Long, Long> {
         private static final long serialVersionUID = 1L;
@@ -99,14 +133,23 @@ final class HandoverJob {
         }
     }
 
-    /** Counts, per recorder key, how many times each id reached a sink. */
+    /**
+     * Counts, per recorder key, how many times each id reached a sink, and how many records
+     * reached it late (timestamp at or below the sink's current watermark).
+     */
     static final class Recorder {
         static final Map<String, AtomicIntegerArray> COUNTS = new ConcurrentHashMap<>();
+        static final Map<String, AtomicLong> LATE = new ConcurrentHashMap<>();
 
         static AtomicIntegerArray create(String key, int n) {
             AtomicIntegerArray a = new AtomicIntegerArray(n);
             COUNTS.put(key, a);
+            LATE.put(key, new AtomicLong());
             return a;
+        }
+
+        static long late(String key) {
+            return LATE.get(key).get();
         }
     }
 
@@ -127,11 +170,16 @@ final class HandoverJob {
         @Override
         public SinkWriter<Long> createWriter(WriterInitContext context) {
             AtomicIntegerArray counts = key == null ? null : Recorder.COUNTS.get(key);
+            AtomicLong late = key == null ? null : Recorder.LATE.get(key);
             return new SinkWriter<>() {
                 @Override
                 public void write(Long id, Context context) {
                     if (counts != null) {
                         counts.incrementAndGet(id.intValue());
+                        Long ts = context.timestamp();
+                        if (ts != null && ts <= context.currentWatermark()) {
+                            late.incrementAndGet();
+                        }
                     }
                 }
 

@@ -9,6 +9,7 @@ import static io.bluegreen.gate.TestRunner.test;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.function.Consumer;
@@ -52,6 +53,152 @@ final class HandoverJobTest {
             }
         }
         throw new IllegalArgumentException(name + " not in " + line);
+    }
+
+    /** Green's hold bound in {@link #handover}: far below what it reads, so it applies backpressure. */
+    static final int GREEN_HOLD_RECORDS = 5_000;
+
+    /**
+     * Waits until every gate of {@code job} acknowledges the proposal W (bluegreenGateAppliedState:
+     * epoch 1, watermark-stage 1, toggle=W); proposes the highest max-passed instead while a gate
+     * passed a record above W. Returns the confirmed W.
+     */
+    static long confirm(LocalFlink flink, JobID job, String vertex, Consumer<CoordinationState> publish, long w) throws Exception {
+        while (true) {
+            long want = w;
+            long[] max = new long[1];
+            waitFor(() -> {
+                List<String> lines = flink.subtaskMetric(job, vertex, P, GateProcessFunction.METRIC_APPLIED_STATE);
+                if (lines == null) {
+                    return false;
+                }
+                long m = Long.MIN_VALUE;
+                for (String l : lines) {
+                    GateReport r = GateReport.parse(l);
+                    if (r.epoch == null || r.epoch != 1 || r.watermarkStage != 1 || r.toggle == null || r.toggle != want) {
+                        return false;
+                    }
+                    m = Math.max(m, r.maxPassed);
+                }
+                max[0] = m;
+                return true;
+            }, 30_000, "every blue gate to apply W=" + want);
+            if (max[0] <= w) {
+                return w;
+            }
+            w = max[0];
+            publish.accept(st(1, Stage.TRANSITIONING, WatermarkStage.WAITING_FOR_WATERMARK, w, GREEN));
+        }
+    }
+
+    /** Completed checkpoints of {@code job}, from the REST API. */
+    @SuppressWarnings("unchecked")
+    static long checkpoints(LocalFlink flink, JobID job) throws Exception {
+        Map<String, Object> cp = (Map<String, Object>) flink.getJson("/jobs/" + job + "/checkpoints");
+        return ((Number) ((Map<String, Object>) cp.get("counts")).get("completed")).longValue();
+    }
+
+    /** Waits until the job graph of {@code job} has the gate vertex; returns its id. */
+    static String gateVertex(LocalFlink flink, JobID job) throws Exception {
+        waitFor(() -> {
+            try {
+                flink.vertex(job, "bluegreen-gate");
+                return true;
+            } catch (IllegalStateException e) {
+                return false;
+            }
+        }, 30_000, "the job graph of " + job);
+        return flink.vertex(job, "bluegreen-gate");
+    }
+
+    /**
+     * A long hold on a MiniCluster with checkpoints every second: blue and green both paced to keep
+     * reading for {@code holdMs} + 15 s; W is proposed (blue holds above it, green holds everything)
+     * and set only after {@code holdMs}. Both jobs must complete checkpoints throughout the hold, and
+     * the outputs hold every id exactly once, none behind the sink's watermark.
+     */
+    static String longHold(int n, long holdMs) throws Exception {
+        String run = "long-hold-" + SEQ.incrementAndGet();
+        ManualStateSource.Channel ch = ManualStateSource.channel(run);
+        AtomicIntegerArray blueOut = HandoverJob.Recorder.create(run + "/blue", n);
+        AtomicIntegerArray greenOut = HandoverJob.Recorder.create(run + "/green", n);
+        LocalFlink flink = LocalFlink.shared();
+        long paceMs = holdMs + 15_000;
+        Duration timeout = Duration.ofMillis(holdMs + 60_000);
+        ch.publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+        StreamExecutionEnvironment envB = HandoverJob.env(P);
+        envB.enableCheckpointing(1000);
+        HandoverJob.build(envB, n, new HandoverJob.TimedPacer(paceMs, n / P), HandoverJob.Stage.GATE,
+                new GateProcessFunction<Long>(BLUE, new ManualStateSource(run)).withHoldTimeout(timeout), run + "/blue");
+        JobID blue = flink.submit(envB, run + "-blue");
+        JobID green = null;
+        try {
+            String bv = gateVertex(flink, blue);
+            waitFor(() -> {
+                List<String> passed = flink.subtaskMetric(blue, bv, P, GateProcessFunction.METRIC_PASSED);
+                return passed != null && passed.stream().mapToLong(Long::parseLong).sum() >= n / 10;
+            }, 60_000, "blue to pass a tenth of the ids");
+            ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
+            StreamExecutionEnvironment envG = HandoverJob.env(P);
+            envG.enableCheckpointing(1000);
+            HandoverJob.build(envG, n, new HandoverJob.TimedPacer(paceMs, n / P), HandoverJob.Stage.GATE,
+                    new GateProcessFunction<Long>(GREEN, new ManualStateSource(run)).withHoldTimeout(timeout), run + "/green");
+            green = flink.submit(envG, run + "-green");
+            JobID g = green;
+            String gv = gateVertex(flink, green);
+            long w = flink.subtaskMetric(blue, bv, P, GateProcessFunction.METRIC_MAX_PASSED).stream()
+                    .mapToLong(Long::parseLong).max().getAsLong();
+            ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WAITING_FOR_WATERMARK, w, GREEN));
+            w = confirm(flink, blue, bv, ch::publish, w);
+            waitFor(() -> checkpoints(flink, g) >= 1, 30_000, "green's first checkpoint");
+            long b0 = checkpoints(flink, blue);
+            long g0 = checkpoints(flink, green);
+            long start = System.currentTimeMillis();
+            long maxHeldBlue = 0;
+            long maxHeldGreen = 0;
+            long blueWatermark = Long.MIN_VALUE;
+            while (System.currentTimeMillis() - start < holdMs) {
+                Thread.sleep(Math.min(1000, Math.max(1, holdMs - (System.currentTimeMillis() - start))));
+                List<String> hb = flink.subtaskMetric(blue, bv, P, GateProcessFunction.METRIC_HELD_RECORDS);
+                List<String> hg = flink.subtaskMetric(green, gv, P, GateProcessFunction.METRIC_HELD_RECORDS);
+                if (hb != null) {
+                    maxHeldBlue = Math.max(maxHeldBlue, hb.stream().mapToLong(Long::parseLong).sum());
+                }
+                if (hg != null) {
+                    maxHeldGreen = Math.max(maxHeldGreen, hg.stream().mapToLong(Long::parseLong).sum());
+                }
+                List<String> lines = flink.subtaskMetric(blue, bv, P, GateProcessFunction.METRIC_APPLIED_STATE);
+                if (lines != null) {
+                    for (String l : lines) {
+                        blueWatermark = Math.max(blueWatermark, GateReport.parse(l).watermark);
+                    }
+                }
+            }
+            long b1 = checkpoints(flink, blue);
+            long g1 = checkpoints(flink, green);
+            long expected = holdMs / 1000;
+            check(b1 - b0 >= expected / 2, "blue completed " + (b1 - b0) + " checkpoints during a " + holdMs + " ms hold");
+            check(g1 - g0 >= expected / 2, "green completed " + (g1 - g0) + " checkpoints during a " + holdMs + " ms hold");
+            check(maxHeldBlue > 0 && maxHeldGreen > 0, "both gates held records: blue " + maxHeldBlue + ", green " + maxHeldGreen);
+            check(blueWatermark > w, "blue's report line shows its input watermark past W: " + blueWatermark + " vs " + w);
+            ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, w, GREEN));
+            Throwable blueErr = flink.await(blue, 180_000 + holdMs);
+            Throwable greenErr = flink.await(green, 180_000 + holdMs);
+            if (blueErr != null || greenErr != null) {
+                throw new AssertionError("jobs failed: blue=" + blueErr + " green=" + greenErr, blueErr != null ? blueErr : greenErr);
+            }
+            HandoverJob.Verdict v = new HandoverJob.Verdict(blueOut, greenOut);
+            check(v.exactlyOnce(), "exactly once violated: " + v);
+            checkEq(0L, HandoverJob.Recorder.late(run + "/blue") + HandoverJob.Recorder.late(run + "/green"),
+                    "records behind the watermark at the sinks");
+            return "hold " + holdMs + " ms: checkpoints completed during the hold: blue " + (b1 - b0) + ", green " + (g1 - g0)
+                    + "; held at most: blue " + maxHeldBlue + ", green " + maxHeldGreen + "; " + v;
+        } finally {
+            flink.cancel(blue);
+            if (green != null) {
+                flink.cancel(green);
+            }
+        }
     }
 
     /**
@@ -98,7 +245,8 @@ final class HandoverJobTest {
                 publish.accept(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
                 StreamExecutionEnvironment envG = HandoverJob.env(P);
                 HandoverJob.build(envG, n, 0, HandoverJob.Stage.GATE,
-                        new GateProcessFunction<Long>(GREEN, source).withHoldTimeout(Duration.ofSeconds(60)), run + "/green");
+                        new GateProcessFunction<Long>(GREEN, source).withHoldTimeout(Duration.ofSeconds(60))
+                                .withHoldBuffer(GREEN_HOLD_RECORDS, 1 << 20), run + "/green");
                 green = flink.submit(envG, run + "-green");
 
                 // Propose W: blue's progress (max passed event time) plus an offset.
@@ -107,31 +255,16 @@ final class HandoverJobTest {
                 publish.accept(st(1, Stage.TRANSITIONING, WatermarkStage.WAITING_FOR_WATERMARK, w, GREEN));
                 // Confirm W: every blue gate reports the proposed state and its max passed event time
                 // in one line (bluegreenGateAppliedState); raise W above a larger maximum.
-                int raised = 0;
-                while (true) {
-                    long want = w;
-                    long[] max = new long[1];
-                    waitFor(() -> {
-                        List<String> lines = flink.subtaskMetric(blue, bv, P, GateProcessFunction.METRIC_APPLIED_STATE);
-                        if (lines == null) {
-                            return false;
-                        }
-                        long m = Long.MIN_VALUE;
-                        for (String l : lines) {
-                            if (!l.startsWith("epoch=1 ") || !l.contains(" watermark-stage=1 toggle=" + want + " ")) {
-                                return false;
-                            }
-                            m = Math.max(m, field(l, "max-passed"));
-                        }
-                        max[0] = m;
-                        return true;
-                    }, 30_000, "every blue gate to apply W=" + want);
-                    if (max[0] <= w) {
-                        break;
+                long proposed = w;
+                w = confirm(flink, blue, bv, publish, w);
+                int raised = w == proposed ? 0 : 1;
+                // Green holds (everything) meanwhile, within its buffer bound: backpressure, not more.
+                List<String> greenHeld = flink.subtaskMetric(green, flink.vertex(green, "bluegreen-gate"), P,
+                        GateProcessFunction.METRIC_HELD_RECORDS);
+                if (greenHeld != null) {
+                    for (String h : greenHeld) {
+                        check(Long.parseLong(h) <= GREEN_HOLD_RECORDS, "green holds at most its bound: " + greenHeld);
                     }
-                    w = max[0];
-                    raised++;
-                    publish.accept(st(1, Stage.TRANSITIONING, WatermarkStage.WAITING_FOR_WATERMARK, w, GREEN));
                 }
                 publish.accept(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, w, GREEN));
 
@@ -141,10 +274,12 @@ final class HandoverJobTest {
                     throw new AssertionError("jobs failed: blue=" + blueErr + " green=" + greenErr, blueErr != null ? blueErr : greenErr);
                 }
                 publish.accept(st(1, Stage.CLEAR_TO_TEARDOWN, WatermarkStage.WATERMARK_SET, w, GREEN));
-                publish.accept(st(1, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
+                publish.accept(st(1, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN).withFloor(w));
 
                 HandoverJob.Verdict v = new HandoverJob.Verdict(blueOut, greenOut);
                 check(v.exactlyOnce(), "exactly once violated: " + v);
+                checkEq(0L, HandoverJob.Recorder.late(run + "/blue") + HandoverJob.Recorder.late(run + "/green"),
+                        "records behind the watermark at the sinks");
                 check(v.blue >= n / 4 && v.green >= n / 20, "both colors emitted a real share: " + v);
                 for (int id = 0; id < n; id++) {
                     long t = HandoverJob.eventTime(id);
@@ -154,7 +289,8 @@ final class HandoverJobTest {
                         check(t > w, "green emitted id " + id + " with t=" + t + " <= W=" + w);
                     }
                 }
-                return n + " ids, W=" + (w - HandoverJob.BASE) + " (+base), W raised " + raised + " time(s); " + v;
+                return n + " ids, W=" + (w - HandoverJob.BASE) + " (+base), W raised " + raised + " time(s); " + v
+                        + "; green held at most " + GREEN_HOLD_RECORDS + " records per subtask (then backpressure)";
             } finally {
                 flink.cancel(blue);
                 if (green != null) {
@@ -197,6 +333,10 @@ final class HandoverJobTest {
         test("handover job: the same through the sidecar long-poll source (in-process fake sidecar), 60000 ids, W proposed at blue's max", () -> {
             System.out.println("     " + handover(60_000, true, 0));
         });
+        long holdMs = Long.getLong("bluegreen.test.hold-ms", 8_000);
+        test("handover job: a " + holdMs + " ms hold with checkpoints every second keeps completing checkpoints; then 0 duplicates, 0 losses", () -> {
+            System.out.println("     " + longHold(60_000, holdMs));
+        });
         test("handover job: the oracle fails on conflicting states (both active: duplicates; each told the other is active: losses)", () -> {
             int n = 20_000;
             HandoverJob.Verdict dup = pair(n, st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE),
@@ -227,15 +367,14 @@ final class HandoverJobTest {
             env.enableCheckpointing(100);
             int n = 400_000;
             FailOnce.ARMED.put(run, new java.util.concurrent.atomic.AtomicBoolean(false));
-            env.fromSequence(0, n - 1)
+            org.apache.flink.streaming.api.datastream.DataStream<Long> ids = env.fromSequence(0, n - 1)
                     .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
                             .<Long>forBoundedOutOfOrderness(Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
                             .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id)))
                     .map(new HandoverJob.Pacer(10))
-                    .map(new FailOnce(run))
-                    .process(new GateProcessFunction<Long>(BLUE, new ManualStateSource(run)).withHoldTimeout(Duration.ofSeconds(60)))
-                    .uid(GateSinkWrapper.UID).name(GateSinkWrapper.UID)
-                    .sinkTo(new HandoverJob.RecordingSink(null));
+                    .map(new FailOnce(run));
+            GateSinkWrapper.sinkTo(ids, new GateProcessFunction<Long>(BLUE, new ManualStateSource(run)).withHoldTimeout(Duration.ofSeconds(60)),
+                    new HandoverJob.RecordingSink(null));
             JobID job = flink.submit(env, run);
             try {
                 waitFor(() -> {
@@ -314,8 +453,7 @@ final class HandoverJobTest {
                 if (lenient) {
                     gate.treatMissingTimestampAs(Long.MIN_VALUE);
                 }
-                env.fromSequence(0, n - 1).process(gate).name("bluegreen-gate")
-                        .sinkTo(new HandoverJob.RecordingSink(run + "/" + lenient));
+                GateSinkWrapper.sinkTo(env.fromSequence(0, n - 1), gate, new HandoverJob.RecordingSink(run + "/" + lenient));
                 Throwable err = flink.await(flink.submit(env, run + "-" + lenient), 60_000);
                 if (lenient) {
                     check(err == null, "lenient job succeeds: " + err);

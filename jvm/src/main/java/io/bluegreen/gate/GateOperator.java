@@ -1,0 +1,357 @@
+package io.bluegreen.gate;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.flink.api.common.operators.MailboxExecutor;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.core.memory.DataInputDeserializer;
+import org.apache.flink.core.memory.DataOutputSerializer;
+import org.apache.flink.metrics.Gauge;
+import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.StateSnapshotContext;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.BoundedOneInput;
+import org.apache.flink.streaming.api.operators.ChainingStrategy;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.api.watermark.Watermark;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
+
+/**
+ * The gate as a Flink stream operator, placed by {@link GateSinkWrapper#gate} and configured by a
+ * {@link GateProcessFunction}. A hold never blocks the task thread:
+ *
+ * <ul>
+ *   <li>held records are buffered with their timestamps, in arrival order, in operator list state
+ *       ({@value #HELD_STATE_NAME}), so checkpoints go on during a hold;
+ *   <li>the emitted watermark is {@code min(input watermark, lowest held timestamp - 1)}, so a
+ *       released record is never late downstream;
+ *   <li>a processing-time timer (every {@value GateProcessFunction#IDLE_APPLY_INTERVAL_MS} ms)
+ *       applies a newer state, releases what it decides (in order), and fails the task with
+ *       {@link GateHoldTimeoutException} once the oldest held record is older than the hold timeout;
+ *   <li>the buffer is bounded ({@link GateProcessFunction#withHoldBuffer}): when full, the gate
+ *       stops reading its input (backpressure, by yielding to the mailbox, as Flink's async I/O
+ *       operator does) until records are released;
+ *   <li>at the end of a bounded input it waits the same way until every held record is decided.
+ * </ul>
+ */
+public final class GateOperator<T> extends AbstractStreamOperator<T>
+        implements OneInputStreamOperator<T, T>, BoundedOneInput {
+    private static final long serialVersionUID = 1L;
+
+    /** Name of the operator list state holding the held records. */
+    public static final String HELD_STATE_NAME = "bluegreen-gate-held-records";
+
+    private final GateProcessFunction<T> fn;
+
+    private transient TypeSerializer<T> serializer;
+    private transient ListState<byte[]> heldState;
+    private transient ArrayDeque<Held> heldQueue;
+    private transient MailboxExecutor mailbox;
+    private transient DataOutputSerializer scratch;
+    private transient long inputWatermark;
+    private transient long emittedWatermark;
+    private transient long heldBytesLocal;
+    private transient long lowestHeldTimestamp;
+    private transient boolean inputIdle;
+    /** The snapshot every held record was last decided under. */
+    private transient Gate.Snapshot decidedUnder;
+    private transient boolean backpressureLogged;
+    /** Published for the metric reporter. */
+    private transient volatile int heldCount;
+    private transient volatile long heldBytes;
+    private transient volatile long oldestHeldSinceMs;
+
+    /** A record waiting for a state that decides it. */
+    private static final class Held {
+        final byte[] bytes;
+        final boolean hasTimestamp;
+        final long timestamp;
+        final long eventTime;
+        final long sinceMs;
+
+        Held(byte[] bytes, boolean hasTimestamp, long timestamp, long eventTime, long sinceMs) {
+            this.bytes = bytes;
+            this.hasTimestamp = hasTimestamp;
+            this.timestamp = timestamp;
+            this.eventTime = eventTime;
+            this.sinceMs = sinceMs;
+        }
+
+        /** {@code [flags][timestamp][event time][held since][record]}, the checkpointed form. */
+        byte[] encode() {
+            byte[] out = new byte[25 + bytes.length];
+            out[0] = (byte) (hasTimestamp ? 1 : 0);
+            putLong(out, 1, timestamp);
+            putLong(out, 9, eventTime);
+            putLong(out, 17, sinceMs);
+            System.arraycopy(bytes, 0, out, 25, bytes.length);
+            return out;
+        }
+
+        static Held decode(byte[] in) {
+            byte[] record = new byte[in.length - 25];
+            System.arraycopy(in, 25, record, 0, record.length);
+            return new Held(record, in[0] == 1, getLong(in, 1), getLong(in, 9), getLong(in, 17));
+        }
+
+        private static void putLong(byte[] b, int at, long v) {
+            for (int i = 0; i < 8; i++) {
+                b[at + i] = (byte) (v >>> (56 - 8 * i));
+            }
+        }
+
+        private static long getLong(byte[] b, int at) {
+            long v = 0;
+            for (int i = 0; i < 8; i++) {
+                v = (v << 8) | (b[at + i] & 0xFF);
+            }
+            return v;
+        }
+    }
+
+    /** The operator for the gate configured by {@code fn}. */
+    public GateOperator(GateProcessFunction<T> fn) {
+        this.fn = fn;
+        this.chainingStrategy = ChainingStrategy.ALWAYS;
+    }
+
+    @Override
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        fn.initializeState(context);
+        heldQueue = new ArrayDeque<>();
+        heldState = context.getOperatorStateStore().getListState(
+                new ListStateDescriptor<>(HELD_STATE_NAME, PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
+        if (context.isRestored()) {
+            for (byte[] b : heldState.get()) {
+                heldQueue.add(Held.decode(b));
+            }
+        }
+        recountHeld();
+    }
+
+    @Override
+    public void snapshotState(StateSnapshotContext context) throws Exception {
+        super.snapshotState(context);
+        fn.snapshotState(context);
+        List<byte[]> entries = new ArrayList<>(heldQueue.size());
+        for (Held h : heldQueue) {
+            entries.add(h.encode());
+        }
+        heldState.update(entries);
+    }
+
+    @Override
+    public void open() throws Exception {
+        super.open();
+        serializer = getOperatorConfig().getTypeSerializerIn(0, getUserCodeClassloader());
+        scratch = new DataOutputSerializer(256);
+        mailbox = getContainingTask().getMailboxExecutorFactory().createExecutor(getOperatorConfig().getChainIndex());
+        inputWatermark = Long.MIN_VALUE;
+        emittedWatermark = Long.MIN_VALUE;
+        MetricGroup metrics = getMetricGroup();
+        String name;
+        try {
+            name = getRuntimeContext().getTaskInfo().getTaskNameWithSubtasks();
+        } catch (RuntimeException | LinkageError e) {
+            name = "gate";
+        }
+        fn.start(metrics, name);
+        metrics.gauge(GateProcessFunction.METRIC_HELD_RECORDS, (Gauge<Integer>) () -> heldCount);
+        metrics.gauge(GateProcessFunction.METRIC_HELD_BYTES, (Gauge<Long>) () -> heldBytes);
+        metrics.gauge(GateProcessFunction.METRIC_HELD_OLDEST_AGE, (Gauge<Long>) () -> {
+            long since = oldestHeldSinceMs;
+            return since == Long.MAX_VALUE ? 0L : Math.max(0L, System.currentTimeMillis() - since);
+        });
+        scheduleTick();
+    }
+
+    @Override
+    public void close() throws Exception {
+        fn.close();
+        super.close();
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Records and watermarks
+
+    @Override
+    public void processElement(StreamRecord<T> record) throws Exception {
+        Gate.Snapshot s = fn.current();
+        if (s != decidedUnder && !heldQueue.isEmpty()) {
+            release(s);
+        }
+        long t;
+        if (fn.usesRecordTimestamp() && record.hasTimestamp() && record.getTimestamp() != Long.MIN_VALUE) {
+            t = record.getTimestamp();
+        } else {
+            t = fn.eventTimeSlow(record.getValue(), record.hasTimestamp() ? record.getTimestamp() : null);
+        }
+        Decision d = s.rule.decide(t);
+        if (d == Decision.PASS) {
+            fn.pass(t);
+            output.collect(record);
+        } else if (d == Decision.DROP) {
+            fn.drop(s.rule, t);
+        } else {
+            hold(record, t, s);
+        }
+    }
+
+    private void hold(StreamRecord<T> record, long t, Gate.Snapshot decided) throws Exception {
+        scratch.clear();
+        serializer.serialize(record.getValue(), scratch);
+        byte[] bytes = scratch.getCopyOfBuffer();
+        // Backpressure: while the buffer is full, read nothing; mails (the tick, checkpoints
+        // triggered by the task) still run, and may release records or decide this one.
+        Gate.Snapshot s = decided;
+        while (!heldQueue.isEmpty()
+                && (heldQueue.size() >= fn.holdMaxRecords() || heldBytesLocal + bytes.length > fn.holdMaxBytes())) {
+            if (!backpressureLogged) {
+                backpressureLogged = true;
+                LOG.warn("bluegreen gate ({}): hold buffer full ({} records, {} bytes; bounds {} records, {} bytes): "
+                        + "backpressure until held records are released (GateProcessFunction.withHoldBuffer sets the bounds)",
+                        fn.color(), heldQueue.size(), heldBytesLocal, fn.holdMaxRecords(), fn.holdMaxBytes());
+            }
+            mailbox.yield();
+            s = fn.current();
+            if (s != decidedUnder) {
+                release(s);
+            }
+            Decision d = s.rule.decide(t);
+            if (d == Decision.PASS) {
+                fn.pass(t);
+                output.collect(record);
+                return;
+            }
+            if (d == Decision.DROP) {
+                fn.drop(s.rule, t);
+                return;
+            }
+        }
+        backpressureLogged = false;
+        fn.countHeld();
+        decidedUnder = s;
+        Held h = new Held(bytes, record.hasTimestamp(), record.getTimestamp(), t, System.currentTimeMillis());
+        heldQueue.add(h);
+        heldBytesLocal += bytes.length;
+        if (h.hasTimestamp && h.timestamp < lowestHeldTimestamp) {
+            lowestHeldTimestamp = h.timestamp;
+        }
+        publishHeld();
+    }
+
+    @Override
+    public void processWatermark(Watermark mark) throws Exception {
+        inputWatermark = mark.getTimestamp();
+        fn.observeInput(inputWatermark, inputIdle);
+        emitWatermarkIfAdvanced();
+    }
+
+    @Override
+    public void processWatermarkStatus(WatermarkStatus status) throws Exception {
+        inputIdle = status.isIdle();
+        fn.observeInput(inputWatermark, inputIdle);
+        super.processWatermarkStatus(status);
+    }
+
+    @Override
+    public void endInput() throws Exception {
+        while (!heldQueue.isEmpty()) {
+            mailbox.yield(); // the tick releases (or times out) what is held
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Release
+
+    private void scheduleTick() {
+        long next = getProcessingTimeService().getCurrentProcessingTime() + GateProcessFunction.IDLE_APPLY_INTERVAL_MS;
+        getProcessingTimeService().registerTimer(next, time -> tick());
+    }
+
+    /** On the task thread: applies a newer state, releases what it decides, enforces the hold timeout. */
+    private void tick() throws Exception {
+        Gate.Snapshot s = fn.current();
+        if (!heldQueue.isEmpty()) {
+            if (s != decidedUnder) {
+                release(s);
+            }
+            Held oldest = heldQueue.peekFirst();
+            if (oldest != null) {
+                long heldMs = System.currentTimeMillis() - oldest.sinceMs;
+                if (heldMs * 1_000_000L > fn.holdTimeoutNanos()) {
+                    throw new GateHoldTimeoutException(fn.holdTimeoutMessage(oldest.eventTime, heldMs));
+                }
+            }
+        }
+        scheduleTick();
+    }
+
+    /** Re-decides every held record under {@code s}, in arrival order; keeps the undecided ones. */
+    private void release(Gate.Snapshot s) throws Exception {
+        decidedUnder = s;
+        Rule rule = s.rule;
+        int n = heldQueue.size();
+        boolean changed = false;
+        for (int i = 0; i < n; i++) {
+            Held h = heldQueue.pollFirst();
+            Decision d = rule.decide(h.eventTime);
+            if (d == Decision.HOLD) {
+                heldQueue.addLast(h);
+                continue;
+            }
+            changed = true;
+            if (d == Decision.PASS) {
+                fn.pass(h.eventTime);
+                T value = serializer.deserialize(new DataInputDeserializer(h.bytes));
+                output.collect(h.hasTimestamp ? new StreamRecord<>(value, h.timestamp) : new StreamRecord<>(value));
+            } else {
+                fn.drop(rule, h.eventTime);
+            }
+        }
+        if (changed) {
+            recountHeld();
+            emitWatermarkIfAdvanced();
+        }
+    }
+
+    private void recountHeld() {
+        long bytes = 0;
+        long lowest = Long.MAX_VALUE;
+        for (Held h : heldQueue) {
+            bytes += h.bytes.length;
+            if (h.hasTimestamp && h.timestamp < lowest) {
+                lowest = h.timestamp;
+            }
+        }
+        heldBytesLocal = bytes;
+        lowestHeldTimestamp = lowest;
+        publishHeld();
+    }
+
+    private void publishHeld() {
+        heldBytes = heldBytesLocal;
+        Held oldest = heldQueue.peekFirst();
+        oldestHeldSinceMs = oldest == null ? Long.MAX_VALUE : oldest.sinceMs;
+        heldCount = heldQueue.size();
+    }
+
+    /** Emits {@code min(input watermark, lowest held timestamp - 1)} if it is above the last one emitted. */
+    private void emitWatermarkIfAdvanced() {
+        long wm = inputWatermark;
+        if (lowestHeldTimestamp != Long.MAX_VALUE) {
+            wm = lowestHeldTimestamp == Long.MIN_VALUE ? Long.MIN_VALUE : Math.min(wm, lowestHeldTimestamp - 1);
+        }
+        if (wm > emittedWatermark) {
+            emittedWatermark = wm;
+            output.emitWatermark(new Watermark(wm));
+        }
+    }
+}
