@@ -148,6 +148,8 @@ $(repo_xml pluginRepository)
 EOF
 mv "$SETTINGS.tmp" "$SETTINGS"
 MVN=(mvn -B -ntp -Dstyle.color=never -o -s "$SETTINGS" -Daether.offline.protocols=file ${MAVEN_ARGS:-})
+# mvn's output goes to stderr, without the ANSI reset that Debian's maven writes even with -B.
+mvn_run() { "${MVN[@]}" "$@" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >&2; }
 
 STEP="install:install-file of the Flink jars"
 SEED="$M/seed-$FLINK"
@@ -209,7 +211,7 @@ if [[ ! -f "$SEED/.installed" || ! -f "$FLINK_DIR/flink-dist/$FLINK/flink-dist-$
     echo '</executions></plugin></plugins></build></project>'
   } > "$SEED/pom.xml"
   echo "maven-build.sh: installing Flink $FLINK jars into $REPO (install:install-file)" >&2
-  "${MVN[@]}" -q -f "$SEED/pom.xml" validate >&2 || die "mvn install:install-file failed (see above)"
+  mvn_run -q -f "$SEED/pom.xml" validate || die "mvn install:install-file failed (see above)"
   touch "$SEED/.installed"
 fi
 
@@ -217,11 +219,11 @@ fi
 STEP="mvn -o $GOAL (jvm/pom.xml)"
 BUILD="$M/build"
 rm -rf "$BUILD"
-"${MVN[@]}" -f jvm/pom.xml \
+mvn_run -f jvm/pom.xml \
   -Dbluegreen.build.directory="$BUILD" \
   -Dflink.version="$FLINK" -Dlog4j.version="$LOG4J" -Dslf4j.version="$SLF4J" \
   -Dbluegreen.tests="$TEST_FILTER" -DskipTests="$($RUN_TESTS && echo false || echo true)" \
-  "$GOAL" >&2 || die "mvn -o $GOAL failed (see above)"
+  "$GOAL" || die "mvn -o $GOAL failed (see above)"
 MJAR="$BUILD/bluegreen-gate-$POM_VERSION.jar"
 [[ -f "$MJAR" ]] || die "$MJAR was not built"
 
