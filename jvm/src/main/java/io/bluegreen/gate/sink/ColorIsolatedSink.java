@@ -21,6 +21,7 @@ import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPostCommitTopology;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPreCommitTopology;
 import org.apache.flink.streaming.api.connector.sink2.SupportsPreWriteTopology;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -37,8 +38,14 @@ import org.slf4j.LoggerFactory;
  * that does not roll on every checkpoint or that compacts, a transactional sink whose id prefix is
  * not per color ({@link TransactionalIdPrefixSink}), and sinks that add their own operators
  * (pre-write, pre-commit, post-commit topologies).
+ *
+ * <p>It extends Flink's {@code DiscardingSink} only to compile against both Flink 1.20 and 2.x:
+ * 1.20's {@code Sink} still declares the abstract {@code createWriter(Sink.InitContext)}, a type 2.x
+ * removed; that deprecated method, which Flink's runtime never calls, is DiscardingSink's. The
+ * inherited {@code SupportsConcurrentExecutionAttempts} concerns speculative execution of batch
+ * jobs only.
  */
-public abstract class ColorIsolatedSink<T> implements Sink<T> {
+public abstract class ColorIsolatedSink<T> extends DiscardingSink<T> {
     private static final long serialVersionUID = 1L;
     private static final Logger LOG = LoggerFactory.getLogger(ColorIsolatedSink.class);
 
@@ -102,12 +109,6 @@ public abstract class ColorIsolatedSink<T> implements Sink<T> {
     /** The color whose state this sink keeps. */
     public Color color() {
         return color;
-    }
-
-    @Override
-    @SuppressWarnings("deprecation")
-    public SinkWriter<T> createWriter(Sink.InitContext context) throws IOException {
-        return new IsolatedWriter<>(inner.createWriter(context), color);
     }
 
     @Override

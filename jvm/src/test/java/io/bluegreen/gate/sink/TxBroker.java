@@ -17,13 +17,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.flink.api.connector.sink2.Committer;
 import org.apache.flink.api.connector.sink2.CommitterInitContext;
 import org.apache.flink.api.connector.sink2.CommittingSinkWriter;
-import org.apache.flink.api.connector.sink2.Sink;
-import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.connector.sink2.StatefulSinkWriter;
 import org.apache.flink.api.connector.sink2.SupportsCommitter;
 import org.apache.flink.api.connector.sink2.SupportsWriterState;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 
 /**
  * An in-memory transactional "broker" with Kafka's transaction semantics, living in the test JVM
@@ -173,8 +172,11 @@ final class TxBroker {
         }
     }
 
-    /** The Kafka-semantics sink; records are written as "COLOR id" with the job's color. */
-    static final class TxSink implements Sink<Long>, SupportsWriterState<Long, TxState>, SupportsCommitter<TxCommittable>,
+    /**
+     * The Kafka-semantics sink; records are written as "COLOR id" with the job's color. It extends
+     * DiscardingSink only to compile against Flink 1.20 and 2.x (as HandoverJob's RecordingSink).
+     */
+    static final class TxSink extends DiscardingSink<Long> implements SupportsWriterState<Long, TxState>, SupportsCommitter<TxCommittable>,
             TransactionalIdPrefixSink {
         private static final long serialVersionUID = 1L;
         private final String broker;
@@ -190,12 +192,6 @@ final class TxBroker {
         @Override
         public String transactionalIdPrefix() {
             return prefix;
-        }
-
-        @Override
-        @SuppressWarnings("deprecation")
-        public SinkWriter<Long> createWriter(Sink.InitContext context) {
-            throw new UnsupportedOperationException("Flink 1.20 creates writers with a WriterInitContext");
         }
 
         @Override
