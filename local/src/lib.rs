@@ -9,6 +9,7 @@
 
 pub mod apiserver;
 mod error;
+pub mod file_ledger;
 pub mod flink;
 pub mod ledger;
 
