@@ -1,0 +1,265 @@
+//! Plain-text views: the `get` tree, the `list` and `history` tables.
+
+use std::fmt::Write as _;
+
+use bluegreen_controller::resource::{FlinkBlueGreenDeploymentStatus, TransitionRecord};
+use bluegreen_protocol::{Color, Toggle};
+use serde_json::Value;
+
+use crate::model::{Child, Coordination, Deployment, Snapshot, raw_stage_epoch};
+use crate::verdict::{Verdict, judge};
+
+fn or_dash(v: Option<impl ToString>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    out
+}
+
+fn child_line(child: &Child, status: Option<&FlinkBlueGreenDeploymentStatus>) -> String {
+    let role = status.and_then(|s| {
+        let t = s.transition.as_ref();
+        if t.is_some_and(|t| t.to == child.color) {
+            Some("incoming")
+        } else if t.is_some_and(|t| t.from == Some(child.color)) {
+            Some("outgoing")
+        } else if s.active_color == Some(child.color) {
+            Some("active")
+        } else {
+            None
+        }
+    });
+    let mut line = format!("FlinkDeployment {}", child.name);
+    if let Some(role) = role {
+        let _ = write!(line, " ({role})");
+    }
+    match &child.doc {
+        None => line.push_str("  not found"),
+        Some(Err(e)) => {
+            let _ = write!(line, "  unreadable: {e}");
+        }
+        Some(Ok(doc)) => {
+            let job = doc.status.job_status.as_ref();
+            let _ = write!(
+                line,
+                "  job {}  lifecycle {}  parallelism {}",
+                or_dash(job.and_then(|j| j.state.as_deref())),
+                or_dash(doc.status.lifecycle_state.as_deref()),
+                or_dash(doc.spec.job.parallelism),
+            );
+            if doc.spec.job.state.as_deref() == Some("suspended") {
+                line.push_str("  (suspended)");
+            }
+            if let Some(error) = &doc.status.error {
+                let _ = write!(line, "  error: {error}");
+            }
+        }
+    }
+    line
+}
+
+fn coordination_line(c: &Coordination) -> String {
+    match &c.state {
+        Ok(s) => {
+            let w = match s.toggle {
+                Toggle::NotSet => "W not set".to_owned(),
+                Toggle::Proposed(w) => format!("W {w} (proposed)"),
+                Toggle::Set(w) => format!("W {w} (set)"),
+            };
+            let mut line = format!(
+                "ConfigMap {}  stage {}  epoch {}  {w}  active-deployment-type {}",
+                c.name, s.stage, s.epoch, s.active
+            );
+            if let Some(f) = s.floor {
+                let _ = write!(line, "  floor {f}");
+            }
+            line
+        }
+        Err((data, reason)) => {
+            let (stage, epoch) = raw_stage_epoch(data);
+            format!(
+                "ConfigMap {}  stage {stage}  epoch {epoch}  INVALID: {reason}",
+                c.name
+            )
+        }
+    }
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The `get` tree.
+pub fn tree(s: &Snapshot) -> String {
+    let d = &s.deployment;
+    let status = d.status.as_ref().ok();
+    let mut out = String::new();
+    let _ = writeln!(out, "Name:       {}", d.name);
+    let _ = writeln!(out, "Namespace:  {}", d.namespace);
+    if let Err(e) = &d.status {
+        let _ = writeln!(out, "Status:     unreadable by this plugin version: {e}");
+    }
+    if let Some(st) = status {
+        let _ = writeln!(out, "Active:     {}", or_dash(st.active_color));
+        let _ = writeln!(
+            out,
+            "Stage:      {}  (epoch {})",
+            or_dash(st.stage),
+            st.epoch
+        );
+        match &st.transition {
+            Some(t) => {
+                let _ = writeln!(
+                    out,
+                    "Handover:   {} -> {}  phase {:?}  W {}  started {}",
+                    or_dash(t.from),
+                    t.to,
+                    t.phase,
+                    or_dash(t.toggle),
+                    t.started_at
+                );
+                if let Some(r) = &t.abort_reason {
+                    let _ = writeln!(out, "            aborting: {r}");
+                }
+            }
+            None => {
+                let _ = writeln!(out, "Handover:   none");
+            }
+        }
+    }
+    for (k, v) in &d.unknown_status {
+        let _ = writeln!(out, "{:<12}{}", format!("{k}:"), scalar(v));
+    }
+    let verdict = match judge(d) {
+        Verdict::Healthy => "Healthy".to_owned(),
+        Verdict::Waiting(m) => format!("Progressing ({m})"),
+        Verdict::Degraded(m) => format!("Degraded ({m})"),
+        Verdict::Aborted(m) => format!("Aborted ({m})"),
+    };
+    let _ = writeln!(out, "Verdict:    {verdict}");
+    let _ = writeln!(out);
+    let _ = writeln!(out, "FlinkBlueGreenDeployment {}", d.name);
+    let mut lines: Vec<String> = s.children.iter().map(|c| child_line(c, status)).collect();
+    lines.push(s.coordination.as_ref().map_or_else(
+        || format!("ConfigMap {}-bluegreen  not found", d.name),
+        coordination_line,
+    ));
+    for (i, line) in lines.iter().enumerate() {
+        let branch = if i + 1 == lines.len() {
+            "└──"
+        } else {
+            "├──"
+        };
+        let _ = writeln!(out, "{branch} {line}");
+    }
+    if let Some(st) = status {
+        if !st.conditions.is_empty() {
+            let _ = writeln!(out, "\nConditions:");
+            let mut rows = vec![vec![
+                "  TYPE".into(),
+                "STATUS".into(),
+                "REASON".into(),
+                "MESSAGE".into(),
+            ]];
+            rows.extend(st.conditions.iter().map(|c| {
+                vec![
+                    format!("  {}", c.type_),
+                    c.status.clone(),
+                    c.reason.clone(),
+                    c.message.clone(),
+                ]
+            }));
+            out.push_str(&table(&rows));
+        }
+        if !st.history.is_empty() {
+            let _ = writeln!(out, "\nLast handovers:");
+            out.push_str(&history(&st.history[..st.history.len().min(3)]));
+        }
+    }
+    out
+}
+
+/// The `history` table, newest first.
+pub fn history(records: &[TransitionRecord]) -> String {
+    let mut rows = vec![
+        [
+            "EPOCH", "FROM", "TO", "OUTCOME", "W", "DURATION", "FINISHED", "REASON",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    rows.extend(records.iter().map(|r| {
+        vec![
+            r.epoch.to_string(),
+            or_dash(r.from),
+            r.to.to_string(),
+            r.outcome.clone(),
+            or_dash(r.toggle),
+            format!("{:.0}s", r.duration_seconds),
+            r.finished_at.clone(),
+            or_dash(r.reason.as_deref()),
+        ]
+    }));
+    table(&rows)
+}
+
+/// The `list` table.
+pub fn list(items: &[Deployment], all_namespaces: bool) -> String {
+    let mut header = vec!["NAME", "ACTIVE", "STAGE", "EPOCH", "HANDOVER", "VERDICT"];
+    if all_namespaces {
+        header.insert(0, "NAMESPACE");
+    }
+    let mut rows = vec![header.into_iter().map(String::from).collect::<Vec<_>>()];
+    for d in items {
+        let st = d.status.as_ref().ok();
+        let verdict = match judge(d) {
+            Verdict::Healthy => "Healthy",
+            Verdict::Waiting(_) => "Progressing",
+            Verdict::Degraded(_) => "Degraded",
+            Verdict::Aborted(_) => "Aborted",
+        };
+        let mut row = vec![
+            d.name.clone(),
+            or_dash(st.and_then(|s| s.active_color)),
+            or_dash(st.and_then(|s| s.stage)),
+            or_dash(st.map(|s| s.epoch)),
+            or_dash(st.and_then(|s| s.transition.as_ref()).map(|t| {
+                format!(
+                    "{}->{} {:?}",
+                    t.from.map_or("-", Color::as_str),
+                    t.to,
+                    t.phase
+                )
+            })),
+            verdict.to_owned(),
+        ];
+        if all_namespaces {
+            row.insert(0, d.namespace.clone());
+        }
+        rows.push(row);
+    }
+    table(&rows)
+}
