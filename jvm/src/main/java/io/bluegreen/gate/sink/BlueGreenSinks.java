@@ -1,11 +1,17 @@
 package io.bluegreen.gate.sink;
 
 import io.bluegreen.gate.Color;
+import io.bluegreen.gate.GateProcessFunction;
+import io.bluegreen.gate.GateSinkWrapper;
 import java.util.Locale;
 import org.apache.flink.api.common.serialization.BulkWriter;
 import org.apache.flink.api.common.serialization.Encoder;
+import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.connector.file.sink.FileSink;
 import org.apache.flink.core.fs.Path;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSink;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.functions.sink.filesystem.OutputFileConfig;
 import org.apache.flink.streaming.api.functions.sink.filesystem.RollingPolicy;
 import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.OnCheckpointRollingPolicy;
@@ -13,6 +19,18 @@ import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.
 /** Per-color settings for sinks that take part in a blue/green handover (see {@link ColorIsolatedSink}). */
 public final class BlueGreenSinks {
     private BlueGreenSinks() {}
+
+    /**
+     * The gate, then {@code sink} isolated for the gate's color ({@link ColorIsolatedSink#wrap}), at
+     * the gate's parallelism, with uid {@code sinkUid} (the same in both colors).
+     *
+     * @throws IllegalArgumentException when the sink cannot be made safe for a handover (see {@link ColorIsolatedSink#wrap})
+     */
+    public static <T> DataStreamSink<T> sinkTo(DataStream<T> stream, GateProcessFunction<T> gate, Sink<T> sink, String sinkUid) {
+        Sink<T> isolated = ColorIsolatedSink.wrap(sink, gate.color());
+        SingleOutputStreamOperator<T> gated = GateSinkWrapper.gate(stream, gate);
+        return gated.sinkTo(isolated).uid(sinkUid).name(sinkUid).setParallelism(gated.getParallelism());
+    }
 
     /** {@code base + "-blue"} or {@code base + "-green"}: a per-color name. */
     private static String perColor(String base, Color color) {

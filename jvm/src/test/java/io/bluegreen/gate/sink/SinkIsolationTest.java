@@ -233,10 +233,8 @@ public final class SinkIsolationTest {
                             .withTimestampAssigner((id, ts) -> SinkHandover.eventTime(id))).setParallelism(1)
                     .map(new SinkHandover.Pacer(3)).setParallelism(1)
                     .rebalance().map(x -> x);
-            io.bluegreen.gate.GateSinkWrapper.gate(s, new io.bluegreen.gate.GateProcessFunction<Long>(Color.BLUE,
-                    new io.bluegreen.gate.ManualStateSource(run)))
-                    .sinkTo(ColorIsolatedSink.wrap(new TxBroker.TxSink(run, BlueGreenSinks.transactionalIdPrefix("orders", Color.BLUE), Color.BLUE),
-                            Color.BLUE)).uid("sink");
+            BlueGreenSinks.sinkTo(s, new io.bluegreen.gate.GateProcessFunction<Long>(Color.BLUE, new io.bluegreen.gate.ManualStateSource(run)),
+                    new TxBroker.TxSink(run, BlueGreenSinks.transactionalIdPrefix("orders", Color.BLUE), Color.BLUE), "sink");
             org.apache.flink.runtime.minicluster.MiniCluster mc = SinkHandover.cluster();
             org.apache.flink.api.common.JobID job = mc.submitJob(env.getStreamGraph().getJobGraph())
                     .get(30, java.util.concurrent.TimeUnit.SECONDS).getJobID();
