@@ -232,7 +232,8 @@ final class SinkHandover {
             green = mc.submitJob(job(run, Color.GREEN, n, 0, sinks.sink(Color.GREEN), savepoint)).get(30, TimeUnit.SECONDS).getJobID();
             // W well ahead of blue's progress (blue applies it long before reaching it; the oracle checks).
             long progress = Math.max(Probe.SEEN.get(run + "/BLUE").get(0), Probe.SEEN.get(run + "/BLUE").get(1));
-            r.w = eventTime(Math.min(progress + n / 4, n - n / 5));
+            // Capped so that blue has 40% of the ids left to drop while it is being stopped.
+            r.w = eventTime(Math.min(progress + n / 4, n * 6L / 10));
             ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WAITING_FOR_WATERMARK, r.w, Color.GREEN));
             ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, r.w, Color.GREEN));
             JobID b = blue;
