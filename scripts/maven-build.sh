@@ -51,6 +51,9 @@ PACKAGES=(maven openjdk-17-jdk-headless
   libmaven-resources-plugin-java libmaven-compiler-plugin-java libmaven-jar-plugin-java
   libmaven-install-plugin-java libmaven-clean-plugin-java libexec-maven-plugin-java
   junit5) # junit5: org.junit:junit-bom, imported by the poms of plexus-compiler (maven-compiler-plugin)
+PACKAGES+=(python3) # scripts/flink-jars.sh, and the byte comparison below
+# pip: scripts/flink-jars.sh downloads apache-flink-libraries with it (once per Flink version).
+python3 -m pip --version >/dev/null 2>&1 || PACKAGES+=(python3-pip)
 MISSING=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || MISSING+=("$p")
