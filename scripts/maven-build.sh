@@ -5,7 +5,7 @@
 #  2. fills a local Maven repository (target/maven/repo) with the Flink jars of the PyPI package
 #     apache-flink-libraries (scripts/flink-jars.sh), under Flink's own coordinates, with
 #     `install:install-file`;
-#  3. runs `mvn -o package` (or `verify` with --tests) on the unchanged jvm/pom.xml, with a
+#  3. runs `mvn -o clean package` (`verify` with --tests) on the unchanged jvm/pom.xml, with a
 #     settings.xml (target/maven/settings.xml) whose only repository is /usr/share/maven-repo;
 #  4. builds target/jvm/bluegreen-gate.jar with scripts/java-build.sh and checks that the Maven
 #     jar holds exactly the same classes (class lists compared), and that the pom's version is the
@@ -219,14 +219,13 @@ if [[ ! -f "$SEED/.installed" || ! -f "$FLINK_DIR/flink-dist/$FLINK/flink-dist-$
 fi
 
 # ---- 4. the Maven build ---------------------------------------------------------------------
-STEP="mvn -o $GOAL (jvm/pom.xml)"
+STEP="mvn -o clean $GOAL (jvm/pom.xml)"
 BUILD="$M/build"
-rm -rf "$BUILD"
 mvn_run -f jvm/pom.xml \
   -Dbluegreen.build.directory="$BUILD" \
   -Dflink.version="$FLINK" -Dlog4j.version="$LOG4J" -Dslf4j.version="$SLF4J" \
   -Dbluegreen.tests="$TEST_FILTER" -DskipTests="$($RUN_TESTS && echo false || echo true)" \
-  "$GOAL" || die "mvn -o $GOAL failed (see above)"
+  clean "$GOAL" || die "mvn -o clean $GOAL failed (see above)"
 MJAR="$BUILD/bluegreen-gate-$POM_VERSION.jar"
 [[ -f "$MJAR" ]] || die "$MJAR was not built"
 
