@@ -215,9 +215,10 @@ public final class SinkIsolationTest {
         test("sink isolation: a color restarting from its own checkpoint commits its own restored committables (commit failure mid-run: 0/0)", () -> {
             String run = SinkHandover.run("tx-own-recovery");
             TxBroker broker = TxBroker.create(run);
+            int n = 6_000;
             // The committer fails once mid-run: the task restarts from the checkpoint whose
             // committables it did not commit, restores them and must commit them.
-            broker.failOneCommitAfter(N / 3);
+            broker.failOneCommitAfter(n / 3);
             io.bluegreen.gate.ManualStateSource.channel(run).publish(SinkHandover.st(0, io.bluegreen.gate.Stage.RUNNING,
                     io.bluegreen.gate.WatermarkStage.WATERMARK_NOT_SET, 0, Color.BLUE));
             org.apache.flink.configuration.Configuration conf = new org.apache.flink.configuration.Configuration();
@@ -228,7 +229,7 @@ public final class SinkIsolationTest {
                     org.apache.flink.streaming.api.environment.StreamExecutionEnvironment.getExecutionEnvironment(conf);
             env.setParallelism(SinkHandover.P);
             env.enableCheckpointing(300);
-            org.apache.flink.streaming.api.datastream.DataStream<Long> s = env.fromSequence(0, N - 1).setParallelism(1)
+            org.apache.flink.streaming.api.datastream.DataStream<Long> s = env.fromSequence(0, n - 1).setParallelism(1)
                     .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy.<Long>forMonotonousTimestamps()
                             .withTimestampAssigner((id, ts) -> SinkHandover.eventTime(id))).setParallelism(1)
                     .map(new SinkHandover.Pacer(3)).setParallelism(1)
@@ -241,7 +242,7 @@ public final class SinkIsolationTest {
             org.apache.flink.runtime.jobmaster.JobResult res = mc.requestJobResult(job).get(120, java.util.concurrent.TimeUnit.SECONDS);
             check(res.isSuccess(), "job succeeds after one restart: " + res.getSerializedThrowable());
             check(broker.commitFailed(), "the commit failure was injected");
-            int[] counts = new int[N];
+            int[] counts = new int[n];
             for (String rec : broker.committed()) {
                 counts[Integer.parseInt(rec.split(" ")[1])]++;
             }
@@ -250,7 +251,7 @@ public final class SinkIsolationTest {
                 dup += Math.max(0, c - 1);
                 lost += c == 0 ? 1 : 0;
             }
-            System.out.println("     " + N + " ids, one commit failure after " + N / 3 + " committed: " + dup + " duplicates, " + lost
+            System.out.println("     " + n + " ids, one commit failure after " + n / 3 + " committed: " + dup + " duplicates, " + lost
                     + " losses; broker: " + broker.fencing());
             check(dup == 0 && lost == 0, dup + " duplicates, " + lost + " losses");
         });
