@@ -215,10 +215,10 @@ public final class CoordinationState implements Serializable {
             return null;
         }
         if (stage == Stage.INITIALIZING) {
-            return "INITIALIZING has no floor";
+            return "INITIALIZING has no floor (no handover has completed yet): leave `floor` empty";
         }
         if (hasToggle() && floor >= watermarkToggleValue) {
-            return "the floor must be below the watermark toggle value";
+            return "the floor must be below W (watermark-toggle-value): propose W >= floor + 1";
         }
         return null;
     }

@@ -15,16 +15,20 @@ import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperatorFactory;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
 import org.apache.flink.streaming.api.operators.ChainingStrategy;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperatorFactory;
+import org.apache.flink.streaming.api.operators.StreamOperator;
+import org.apache.flink.streaming.api.operators.StreamOperatorParameters;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
 
 /**
- * The gate as a Flink stream operator, placed by {@link GateSinkWrapper#gate} and configured by a
- * {@link GateProcessFunction}. A hold never blocks the task thread:
+ * The gate as a Flink stream operator, placed by {@link GateSinkWrapper#gate} (through
+ * {@link #factory}) and configured by a {@link GateProcessFunction}. A hold never blocks the task thread:
  *
  * <ul>
  *   <li>held records are buffered with their timestamps, in arrival order, in operator list state
@@ -115,10 +119,42 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
         }
     }
 
-    /** The operator for the gate configured by {@code fn}. */
-    public GateOperator(GateProcessFunction<T> fn) {
+    @SuppressWarnings("deprecation") // Flink 2.x has a constructor for this, Flink 1.20 does not
+    private GateOperator(GateProcessFunction<T> fn, StreamOperatorParameters<T> parameters) {
         this.fn = fn;
-        this.chainingStrategy = ChainingStrategy.ALWAYS;
+        setProcessingTimeService(parameters.getProcessingTimeService());
+        setup(parameters.getContainingTask(), parameters.getStreamConfig(), parameters.getOutput());
+        mailbox = parameters.getMailboxExecutor();
+    }
+
+    /**
+     * The factory of the gate configured by {@code fn}, for {@code stream.transform}: chained with
+     * its neighbours (Flink 1.20's operators default to starting a chain).
+     */
+    public static <T> OneInputStreamOperatorFactory<T, T> factory(GateProcessFunction<T> fn) {
+        return new Factory<>(fn);
+    }
+
+    private static final class Factory<T> extends AbstractStreamOperatorFactory<T> implements OneInputStreamOperatorFactory<T, T> {
+        private static final long serialVersionUID = 1L;
+        private final GateProcessFunction<T> fn;
+
+        Factory(GateProcessFunction<T> fn) {
+            this.fn = fn;
+            setChainingStrategy(ChainingStrategy.ALWAYS);
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public <O extends StreamOperator<T>> O createStreamOperator(StreamOperatorParameters<T> parameters) {
+            return (O) new GateOperator<>(fn, parameters);
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public Class<? extends StreamOperator<?>> getStreamOperatorClass(ClassLoader classLoader) {
+            return (Class<? extends StreamOperator<?>>) (Class<?>) GateOperator.class;
+        }
     }
 
     @Override
@@ -152,7 +188,6 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
         super.open();
         serializer = getOperatorConfig().getTypeSerializerIn(0, getUserCodeClassloader());
         scratch = new DataOutputSerializer(256);
-        mailbox = getContainingTask().getMailboxExecutorFactory().createExecutor(getOperatorConfig().getChainIndex());
         inputWatermark = Long.MIN_VALUE;
         emittedWatermark = Long.MIN_VALUE;
         MetricGroup metrics = getMetricGroup();

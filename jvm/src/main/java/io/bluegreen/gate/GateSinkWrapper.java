@@ -27,7 +27,7 @@ public final class GateSinkWrapper {
      * operators with one uid); use the same uid in the blue and the green job.
      */
     public static <T> SingleOutputStreamOperator<T> gate(DataStream<T> stream, GateProcessFunction<T> gate, String uid) {
-        return stream.transform(uid + " (" + gate.color() + ")", stream.getType(), new GateOperator<>(gate))
+        return stream.transform(uid + " (" + gate.color() + ")", stream.getType(), GateOperator.factory(gate))
                 .uid(uid)
                 .setParallelism(stream.getParallelism());
     }
