@@ -423,6 +423,21 @@ fn a_real_blue_green_run_of_the_example_job_is_exactly_once_by_owner() {
     let splits: u32 = param("splits").parse().unwrap();
     let records: u64 = param("records-per-split").parse().unwrap();
     let keys: u64 = param("keys-per-split").parse().unwrap();
+    // A real upgrade: green (v2) started from a savepoint of blue (v1) while blue ran on.
+    let savepoint_w: i64 = param("savepoint-w").parse().unwrap();
+    let savepoint_records: u64 = param("savepoint-records-per-split").parse().unwrap();
+    let upgrade = Expectation::new(Color::Blue)
+        .handover(savepoint_w, Color::Green)
+        .horizons(splits, savepoint_records)
+        .keys_per_split(keys);
+    let r = read_dir(&out.join("savepoint"), &upgrade).unwrap();
+    println!("savepoint: {r}");
+    assert!(r.is_exactly_once_by_owner(), "savepoint: {r}");
+    assert_eq!(r.total_lines(), u64::from(splits) * savepoint_records);
+    assert!(
+        r.lines[&Color::Blue] > 0 && r.lines[&Color::Green] > 0,
+        "savepoint: {r}"
+    );
     let expect = Expectation::new(Color::Blue)
         .handover(w, Color::Green)
         .horizons(splits, records)
