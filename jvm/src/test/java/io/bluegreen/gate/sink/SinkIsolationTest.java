@@ -100,6 +100,23 @@ public final class SinkIsolationTest {
         }
     }
 
+    /**
+     * A sink object implementing {@code Sink} plus {@code capabilities}, for checks of what
+     * {@link ColorIsolatedSink#wrap} decides from the interfaces alone; calling it fails.
+     */
+    @SuppressWarnings("unchecked")
+    static Sink<Long> sinkWith(Class<?>... capabilities) {
+        Class<?>[] all = new Class<?>[capabilities.length + 1];
+        all[0] = Sink.class;
+        System.arraycopy(capabilities, 0, all, 1, capabilities.length);
+        return (Sink<Long>) java.lang.reflect.Proxy.newProxyInstance(SinkIsolationTest.class.getClassLoader(), all, (proxy, m, args) -> {
+            if (m.getName().equals("toString")) {
+                return "sink with " + java.util.Arrays.toString(capabilities);
+            }
+            throw new AssertionError("wrap must not call " + m);
+        });
+    }
+
     static org.apache.flink.core.fs.Path flinkPath(Path p) {
         return new org.apache.flink.core.fs.Path(p.toUri());
     }
@@ -141,6 +158,29 @@ public final class SinkIsolationTest {
                     instanceof ColorIsolatedSink, "default policy made to roll on checkpoint");
             check(ColorIsolatedSink.wrap(BlueGreenSinks.bulkFormat(p, new LineBulkFormat(Color.GREEN), Color.GREEN).build(), Color.GREEN)
                     instanceof ColorIsolatedSink, "bulk format");
+        });
+        test("sink isolation: wrap keeps exactly the sink's capabilities and refuses extra topologies", () -> {
+            Sink<Long> plain = sinkWith();
+            check(ColorIsolatedSink.wrap(plain, Color.BLUE) == plain, "nothing to isolate: returned as is");
+            Sink<Long> w = ColorIsolatedSink.wrap(sinkWith(org.apache.flink.api.connector.sink2.SupportsWriterState.class), Color.BLUE);
+            check(w instanceof org.apache.flink.api.connector.sink2.SupportsWriterState
+                    && !(w instanceof org.apache.flink.api.connector.sink2.SupportsCommitter), "writer state only: " + w.getClass());
+            w = ColorIsolatedSink.wrap(sinkWith(org.apache.flink.api.connector.sink2.SupportsCommitter.class), Color.GREEN);
+            check(w instanceof org.apache.flink.api.connector.sink2.SupportsCommitter
+                    && !(w instanceof org.apache.flink.api.connector.sink2.SupportsWriterState), "committer only: " + w.getClass());
+            w = ColorIsolatedSink.wrap(sinkWith(org.apache.flink.api.connector.sink2.SupportsWriterState.class,
+                    org.apache.flink.api.connector.sink2.SupportsCommitter.class), Color.GREEN);
+            check(w instanceof org.apache.flink.api.connector.sink2.SupportsCommitter
+                    && w instanceof org.apache.flink.api.connector.sink2.SupportsWriterState, "both: " + w.getClass());
+            for (Class<?> topology : new Class<?>[] {org.apache.flink.streaming.api.connector.sink2.SupportsPreWriteTopology.class,
+                    org.apache.flink.streaming.api.connector.sink2.SupportsPreCommitTopology.class,
+                    org.apache.flink.streaming.api.connector.sink2.SupportsPostCommitTopology.class}) {
+                IllegalArgumentException e = expectThrows(IllegalArgumentException.class, () -> ColorIsolatedSink.wrap(
+                        sinkWith(org.apache.flink.api.connector.sink2.SupportsCommitter.class, topology), Color.BLUE));
+                check(e.getMessage().contains(topology.getSimpleName()), e.getMessage());
+            }
+            Sink<Long> once = ColorIsolatedSink.wrap(sinkWith(org.apache.flink.api.connector.sink2.SupportsCommitter.class), Color.BLUE);
+            expectThrows(IllegalArgumentException.class, () -> ColorIsolatedSink.wrap(once, Color.BLUE));
         });
         test("sink isolation: wrap refuses a transactional sink whose id prefix is shared by both colors", () -> {
             IllegalArgumentException e = expectThrows(IllegalArgumentException.class,
