@@ -1,5 +1,7 @@
 package io.bluegreen.gate;
 
+import java.util.Arrays;
+
 /**
  * The line every gate subtask publishes in the gauge {@code bluegreenGateAppliedState}, the
  * controller's only acknowledgement: space-separated {@code key=value} pairs in this order, every
@@ -67,26 +69,78 @@ public final class GateReport {
                 + " idle=" + idle;
     }
 
+    /** Whether this gate acknowledges the proposal W of {@code epoch}: that epoch, W proposed or set, toggle = W. */
+    public boolean acknowledges(long epoch, long w) {
+        return this.epoch != null && this.epoch == epoch && watermarkStage >= 1 && toggle != null && toggle == w;
+    }
+
+    /** Whether this gate is past W: idle, or its input watermark above W. */
+    public boolean past(long w) {
+        return idle || watermark > w;
+    }
+
+    /** Why a line is not a gate report; the twin of Rust's {@code GateReportError}. */
+    public static final class ParseException extends IllegalArgumentException {
+        private static final long serialVersionUID = 1L;
+
+        /** The error kinds of {@code protocol/vectors/gate-reports.json}. */
+        public enum Kind { MissingKey, UnexpectedKey, InvalidValue, Inconsistent }
+
+        private final Kind kind;
+        private final String key;
+
+        ParseException(Kind kind, String key, String message) {
+            super(message);
+            this.kind = kind;
+            this.key = key;
+        }
+
+        public Kind kind() {
+            return kind;
+        }
+
+        /** The report key at fault. */
+        public String key() {
+            return key;
+        }
+    }
+
+    private static final String ALL = String.join(", ", KEYS);
+    private static final String U64 = "empty (no state applied yet) or a non-negative decimal integer";
+    private static final String I64 = "a decimal integer within i64 (-9223372036854775808 for none)";
+    private static final String I64_OR_EMPTY = "empty (none) or a decimal integer within i64";
+    private static final String WSTAGE = "one of -1 (no state applied yet), 0 (NOT_SET), 1 (WAITING), 2 (SET)";
+
     /**
-     * Parses a line strictly: the keys of {@link #line()} in that order, then any unknown keys
-     * (ignored). Throws {@link IllegalArgumentException} naming the key on anything else.
+     * Parses a line strictly, as the controller does: the keys of {@link #line()} in that order,
+     * separated by whitespace, then anything (ignored). Throws {@link ParseException} naming the key.
      */
     public static GateReport parse(String line) {
-        String[] parts = line.split(" ", -1);
-        if (parts.length < KEYS.length) {
-            throw new IllegalArgumentException("gate report has " + parts.length + " fields, expected at least "
-                    + KEYS.length + " (" + String.join(", ", KEYS) + "): '" + line + "'");
-        }
+        String[] tokens = Arrays.stream(line.split("[ \\t\\n\\r\\f]+")).filter(t -> !t.isEmpty()).toArray(String[]::new);
         String[] v = new String[KEYS.length];
         for (int i = 0; i < KEYS.length; i++) {
-            String prefix = KEYS[i] + "=";
-            if (!parts[i].startsWith(prefix)) {
-                throw new IllegalArgumentException("gate report field " + (i + 1) + " must be `" + KEYS[i] + "=...`, got '"
-                        + parts[i] + "' in '" + line + "'");
+            String key = KEYS[i];
+            if (i >= tokens.length) {
+                throw new ParseException(ParseException.Kind.MissingKey, key, "gate report: key `" + key
+                        + "` is missing; a gate writes all of " + ALL + " in this order: upgrade the gate");
             }
-            v[i] = parts[i].substring(prefix.length());
+            if (!tokens[i].startsWith(key + "=")) {
+                throw new ParseException(ParseException.Kind.UnexpectedKey, key, "gate report: expected `" + key
+                        + "=...` but found \"" + tokens[i] + "\"; a gate writes all of " + ALL + " in this order");
+            }
+            v[i] = tokens[i].substring(key.length() + 1);
         }
-        Long epoch = v[0].isEmpty() ? null : unsigned(KEYS[0], v[0]);
+        Long epoch = null;
+        if (!v[0].isEmpty()) {
+            try {
+                if (!v[0].chars().allMatch(c -> c >= '0' && c <= '9')) {
+                    throw new NumberFormatException();
+                }
+                epoch = Long.parseUnsignedLong(v[0]);
+            } catch (NumberFormatException e) {
+                throw invalid(KEYS[0], v[0], U64);
+            }
+        }
         Stage stage = v[1].isEmpty() ? null : Stage.fromWire(v[1]);
         if (!v[1].isEmpty() && stage == null) {
             throw invalid(KEYS[1], v[1], Stage.EXPECTED);
@@ -95,48 +149,73 @@ public final class GateReport {
         if (!v[2].isEmpty() && active == null) {
             throw invalid(KEYS[2], v[2], Color.EXPECTED);
         }
-        int ws = (int) signed(KEYS[3], v[3]);
-        if (ws < -1 || ws > 2) {
-            throw invalid(KEYS[3], v[3], "-1, 0, 1 or 2");
+        int ws;
+        switch (v[3]) {
+            case "-1": ws = -1; break;
+            case "0": ws = 0; break;
+            case "1": ws = 1; break;
+            case "2": ws = 2; break;
+            default: throw invalid(KEYS[3], v[3], WSTAGE);
         }
-        boolean none = epoch == null;
-        if (none != (stage == null) || none != (active == null) || none != (ws == -1)) {
-            throw new IllegalArgumentException("gate report: epoch, stage, active and watermark-stage must all be "
-                    + "empty (-1) or all be set: '" + line + "'");
-        }
-        Long toggle = v[4].isEmpty() ? null : signed(KEYS[4], v[4]);
-        Long floor = v[5].isEmpty() ? null : signed(KEYS[5], v[5]);
-        long max = signed(KEYS[6], v[6]);
-        long wm = signed(KEYS[7], v[7]);
-        if (!v[8].equals("true") && !v[8].equals("false")) {
+        Long toggle = v[4].isEmpty() ? null : strictI64(KEYS[4], v[4], I64_OR_EMPTY);
+        Long floor = v[5].isEmpty() ? null : strictI64(KEYS[5], v[5], I64_OR_EMPTY);
+        long max = strictI64(KEYS[6], v[6], I64);
+        long wm = strictI64(KEYS[7], v[7], I64);
+        boolean idle;
+        if (v[8].equals("true")) {
+            idle = true;
+        } else if (v[8].equals("false")) {
+            idle = false;
+        } else {
             throw invalid(KEYS[8], v[8], "true or false");
         }
-        return new GateReport(epoch, stage, active, ws, toggle, floor, max, wm, v[8].equals("true"));
-    }
-
-    private static IllegalArgumentException invalid(String key, String value, String expected) {
-        return new IllegalArgumentException("gate report `" + key + "`: '" + value + "' is not " + expected);
-    }
-
-    private static long unsigned(String key, String raw) {
-        try {
-            if (raw.startsWith("+") || raw.startsWith("-")) {
-                throw new NumberFormatException();
+        boolean none = epoch == null && stage == null && active == null && ws == -1;
+        boolean all = epoch != null && stage != null && active != null && ws != -1;
+        if (none) {
+            for (int i : new int[] {4, 5}) {
+                if (!v[i].isEmpty()) {
+                    throw inconsistent(KEYS[i], v[i], "must be empty before any state is applied (watermark-stage=-1)");
+                }
             }
-            return Long.parseUnsignedLong(raw);
-        } catch (NumberFormatException e) {
-            throw invalid(key, raw, CoordinationState.UNSIGNED);
+        } else if (all) {
+            if (ws == 0 && toggle != null) {
+                throw inconsistent(KEYS[4], v[4], "must be empty when watermark-stage=0 (NOT_SET)");
+            }
+            if (ws != 0 && toggle == null) {
+                throw inconsistent(KEYS[4], "", "must hold W when watermark-stage is 1 (WAITING) or 2 (SET)");
+            }
+        } else {
+            int i = 0;
+            while (i < 4 && !(v[i].isEmpty() || v[i].equals("-1"))) {
+                i++;
+            }
+            if (i == 4) {
+                i = 0;
+            }
+            throw inconsistent(KEYS[i], v[i], "epoch, stage, active and watermark-stage are either all set or all empty (watermark-stage=-1)");
         }
+        return new GateReport(epoch, stage, active, ws, toggle, floor, max, wm, idle);
     }
 
-    private static long signed(String key, String raw) {
+    private static ParseException invalid(String key, String value, String expected) {
+        return new ParseException(ParseException.Kind.InvalidValue, key,
+                "gate report: key `" + key + "` has invalid value \"" + value + "\"; expected " + expected);
+    }
+
+    private static ParseException inconsistent(String key, String value, String reason) {
+        return new ParseException(ParseException.Kind.Inconsistent, key,
+                "gate report: key `" + key + "` = \"" + value + "\" is inconsistent: " + reason);
+    }
+
+    private static long strictI64(String key, String raw, String expected) {
+        String digits = raw.startsWith("-") ? raw.substring(1) : raw;
+        if (digits.isEmpty() || !digits.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            throw invalid(key, raw, expected);
+        }
         try {
-            if (raw.startsWith("+")) {
-                throw new NumberFormatException();
-            }
             return Long.parseLong(raw);
         } catch (NumberFormatException e) {
-            throw invalid(key, raw, "a decimal integer within i64");
+            throw invalid(key, raw, expected);
         }
     }
 

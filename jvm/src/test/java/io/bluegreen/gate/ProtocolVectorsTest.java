@@ -12,7 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-/** Every case of protocol/vectors/decisions.json and configmaps.json through the Java implementation. */
+/** Every case of protocol/vectors/{decisions,configmaps,gate-reports}.json through the Java implementation. */
 final class ProtocolVectorsTest {
     private ProtocolVectorsTest() {}
 
@@ -93,6 +93,41 @@ final class ProtocolVectorsTest {
                     checkEq(st.get("toggle"), s.hasToggle() ? Long.toString(s.watermarkToggleValue()) : null, "toggle");
                     // Round trip: the written data parses back to the same state.
                     checkEq(s, CoordinationState.fromData(s.toData()), "round trip");
+                }
+            });
+        }
+        List<Map<String, Object>> reports = cases("gate-reports.json");
+        check(reports.size() >= 20, "gate-reports.json has " + reports.size() + " cases");
+        for (Map<String, Object> c : reports) {
+            String line = (String) c.get("line");
+            Map<String, Object> expect = (Map<String, Object>) c.get("expect");
+            test("vector gate-reports: " + c.get("name"), () -> {
+                if (expect.containsKey("error")) {
+                    Map<String, Object> err = (Map<String, Object>) expect.get("error");
+                    GateReport.ParseException e = TestRunner.expectThrows(GateReport.ParseException.class, () -> GateReport.parse(line));
+                    checkEq(err.get("kind"), e.kind().name(), "error kind (" + e.getMessage() + ")");
+                    checkEq(err.get("key"), e.key(), "error key (" + e.getMessage() + ")");
+                    check(e.getMessage().contains("`" + e.key()), "message names the key: " + e.getMessage());
+                    return;
+                }
+                Map<String, Object> want = (Map<String, Object>) expect.get("report");
+                GateReport r = GateReport.parse(line);
+                checkEq(want.get("epoch"), r.epoch == null ? null : Long.toUnsignedString(r.epoch), "epoch");
+                checkEq(want.get("stage"), r.stage == null ? null : r.stage.wire(), "stage");
+                checkEq(want.get("active"), r.active == null ? null : r.active.wire(), "active");
+                checkEq(((Number) want.get("watermark_stage")).intValue(), r.watermarkStage, "watermark stage");
+                checkEq(want.get("toggle"), r.toggle == null ? null : r.toggle.toString(), "toggle");
+                checkEq(want.get("floor"), r.floor == null ? null : r.floor.toString(), "floor");
+                checkEq(want.get("max_passed"), r.maxPassed == Long.MIN_VALUE ? null : Long.toString(r.maxPassed), "max passed");
+                checkEq(want.get("watermark"), r.watermark == Long.MIN_VALUE ? null : Long.toString(r.watermark), "watermark");
+                checkEq(want.get("idle"), r.idle, "idle");
+                // Formatting gives the line back (without the unknown keys a reader ignores).
+                check(line.equals(r.line()) || line.startsWith(r.line() + " "), "formats as the vector: " + r.line());
+                // A gate that applied this state writes exactly this line.
+                if (r.epoch != null) {
+                    CoordinationState s = CoordinationState.of(r.epoch, r.active, r.stage, WatermarkStage.values()[r.watermarkStage],
+                            r.toggle == null ? 0 : r.toggle, 0).withFloor(r.floor);
+                    checkEq(r.line(), GateReport.line(s, r.maxPassed, r.watermark, r.idle), "the gate's line for " + s);
                 }
             });
         }
