@@ -91,6 +91,7 @@ final class ProtocolVectorsTest {
                     checkEq(st.get("stage"), s.stage().wire(), "stage");
                     checkEq(st.get("watermark_stage"), s.watermarkStage().wire(), "watermark stage");
                     checkEq(st.get("toggle"), s.hasToggle() ? Long.toString(s.watermarkToggleValue()) : null, "toggle");
+                    checkEq(st.get("floor"), s.hasFloor() ? Long.toString(s.floor()) : null, "floor");
                     // Round trip: the written data parses back to the same state.
                     checkEq(s, CoordinationState.fromData(s.toData()), "round trip");
                 }
