@@ -11,8 +11,8 @@
 #     jar holds exactly the same classes (class lists compared), and that the pom's version is the
 #     workspace version (Cargo.toml).
 # Exits non-zero with a message naming the failed step. The jar: target/maven/build/bluegreen-gate-<version>.jar.
-#   scripts/maven-build.sh                  # package + checks
-#   scripts/maven-build.sh --tests [NAME]   # also `verify`: the Java tests (io.bluegreen.gate.TestRunner,
+#   scripts/maven-build.sh                  # package + checks (main code only, like java-build.sh)
+#   scripts/maven-build.sh --tests [NAME]   # also the tests: compiled, run in `verify` (io.bluegreen.gate.TestRunner,
 #                                           # only those whose name contains NAME if given)
 #   scripts/maven-build.sh --install        # also `install` into target/maven/repo, for jobs built
 #                                           # offline with -s target/maven/settings.xml (docs/jvm.md)
@@ -224,7 +224,7 @@ BUILD="$M/build"
 mvn_run -f jvm/pom.xml \
   -Dbluegreen.build.directory="$BUILD" \
   -Dflink.version="$FLINK" -Dlog4j.version="$LOG4J" -Dslf4j.version="$SLF4J" \
-  -Dbluegreen.tests="$TEST_FILTER" -DskipTests="$($RUN_TESTS && echo false || echo true)" \
+  -Dbluegreen.tests="$TEST_FILTER" $($RUN_TESTS && echo -DskipTests=false || echo -Dmaven.test.skip=true) \
   clean "$GOAL" || die "mvn -o clean $GOAL failed (see above)"
 MJAR="$BUILD/bluegreen-gate-$POM_VERSION.jar"
 [[ -f "$MJAR" ]] || die "$MJAR was not built"
