@@ -1,5 +1,6 @@
 //! `kubectl` (1.32) against the local API server: get, apply (client- and server-side, built-in
-//! kinds and custom resources), delete and `get -w`.
+//! kinds and custom resources), delete, `get -w`, `create` (protobuf bodies), `explain`, and
+//! the install base (`kustomize`, `apply -k deploy/`, its RBAC against deploy/api-calls.yaml).
 //!
 //! These tests need `kubectl` on PATH and fail (they do not skip) when it is missing.
 
@@ -12,6 +13,7 @@ use bluegreen_local::apiserver::{LocalApiServer, Options};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 fn kubectl_path() -> PathBuf {
@@ -360,4 +362,146 @@ async fn kubectl_explain_custom_resource() {
     let size = kubectl(&kc, &["explain", "widgets.spec.size"], None).await;
     assert!(size.contains("integer"), "{size}");
     server.shutdown().await;
+}
+
+/// The install base: `kubectl kustomize deploy/` renders it and `kubectl apply -k deploy/`
+/// creates every object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_apply_kustomize_base() {
+    let (server, _dir, kc) = start().await;
+    let deploy = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy");
+    let rendered = kubectl(&kc, &["kustomize", deploy], None).await;
+    let kinds: Vec<String> = serde_yaml::Deserializer::from_str(&rendered)
+        .map(|doc| {
+            let v = Value::deserialize(doc).expect("yaml document");
+            format!(
+                "{}/{}",
+                v["kind"].as_str().expect("kind"),
+                v["metadata"]["name"].as_str().expect("name")
+            )
+        })
+        .collect();
+    for want in [
+        "Namespace/bluegreen-system",
+        "CustomResourceDefinition/flinkbluegreendeployments.bluegreen.dev",
+        "ServiceAccount/bluegreen-controller",
+        "ClusterRole/bluegreen-controller",
+        "ClusterRoleBinding/bluegreen-controller",
+        "Role/bluegreen-controller-lease",
+        "RoleBinding/bluegreen-controller-lease",
+        "Deployment/bluegreen-controller",
+    ] {
+        assert!(
+            kinds.iter().any(|k| k == want),
+            "{want} not rendered: {kinds:?}"
+        );
+    }
+    let applied = kubectl(&kc, &["apply", "-k", deploy], None).await;
+    assert!(
+        applied.contains("deployment.apps/bluegreen-controller created"),
+        "{applied}"
+    );
+    // Applying again changes nothing.
+    let again = kubectl(&kc, &["apply", "-k", deploy], None).await;
+    assert!(
+        again.contains("deployment.apps/bluegreen-controller unchanged"),
+        "{again}"
+    );
+    let deployment = kubectl(
+        &kc,
+        &[
+            "get",
+            "deployment",
+            "bluegreen-controller",
+            "-n",
+            "bluegreen-system",
+            "-o",
+            "json",
+        ],
+        None,
+    )
+    .await;
+    let deployment: Value = serde_json::from_str(&deployment).expect("json");
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["serviceAccountName"],
+        "bluegreen-controller"
+    );
+    assert_eq!(
+        deployment["metadata"]["labels"]["app.kubernetes.io/part-of"],
+        "bluegreen"
+    );
+    // The CRD is served: the short name resolves.
+    kubectl(&kc, &["get", "fbgd", "-A"], None).await;
+    server.shutdown().await;
+}
+
+/// One entry of `deploy/api-calls.yaml`.
+#[derive(serde::Deserialize)]
+struct ApiCall {
+    group: String,
+    resource: String,
+    scope: String,
+    verbs: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(serde::Deserialize)]
+struct ApiCalls {
+    calls: Vec<ApiCall>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PolicyRule {
+    api_groups: Vec<String>,
+    resources: Vec<String>,
+    verbs: Vec<String>,
+}
+
+/// `(scope, group, resource, verb)`.
+type Grant = (String, String, String, String);
+
+/// The controller's RBAC grants exactly what `deploy/api-calls.yaml` lists.
+#[test]
+fn rbac_matches_the_list_of_api_calls() {
+    let calls: ApiCalls =
+        serde_yaml::from_str(include_str!("../../deploy/api-calls.yaml")).expect("api-calls.yaml");
+    let wanted: std::collections::BTreeSet<Grant> = calls
+        .calls
+        .iter()
+        .flat_map(|c| {
+            c.verbs.keys().map(|verb| {
+                (
+                    c.scope.clone(),
+                    c.group.clone(),
+                    c.resource.clone(),
+                    verb.clone(),
+                )
+            })
+        })
+        .collect();
+    let mut granted = std::collections::BTreeSet::<Grant>::new();
+    for doc in serde_yaml::Deserializer::from_str(include_str!("../../deploy/rbac.yaml")) {
+        let v = Value::deserialize(doc).expect("rbac.yaml document");
+        let scope = match v["kind"].as_str() {
+            Some("ClusterRole") => "cluster",
+            Some("Role") => "lease-namespace",
+            _ => continue,
+        };
+        let rules: Vec<PolicyRule> = serde_json::from_value(v["rules"].clone()).expect("rules");
+        for r in rules {
+            for g in &r.api_groups {
+                for res in &r.resources {
+                    for verb in &r.verbs {
+                        granted.insert((scope.into(), g.clone(), res.clone(), verb.clone()));
+                    }
+                }
+            }
+        }
+    }
+    let extra: Vec<_> = granted.difference(&wanted).collect();
+    let missing: Vec<_> = wanted.difference(&granted).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "deploy/rbac.yaml and deploy/api-calls.yaml disagree: granted but not called {extra:?}; called but not granted {missing:?}"
+    );
 }
