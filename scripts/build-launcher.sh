@@ -12,7 +12,10 @@ done
 LIB="$(scripts/flink-jars.sh)"
 CP="$(ls "$LIB"/*.jar | tr '\n' ':')"
 OUT=target/launcher
-build() { # name, source dir, jar, [main class]
+build() { # name, source dir, jar, [main class]; skipped when the jar is newer than every source
+  if [[ -f "$3" && -z "$(find "$2" -newer "$3" -print -quit)" ]]; then
+    return
+  fi
   rm -rf "$OUT/$1"
   mkdir -p "$OUT/$1"
   find "$2" -name '*.java' > "$OUT/$1-sources.txt"

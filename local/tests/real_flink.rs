@@ -29,7 +29,7 @@ const NS: &str = "default";
 /// Bound on a JVM coming up (2 shared cores, several JVMs at once).
 const START: Duration = Duration::from_secs(150);
 /// Bound on everything else.
-const BOUND: Duration = Duration::from_secs(60);
+const BOUND: Duration = Duration::from_mins(1);
 
 /// Paths the runner needs, built once per test binary; `None` when there is no JDK.
 struct Built {
@@ -177,7 +177,7 @@ fn deployment(name: &str, job: &Value) -> DynamicObject {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Status {
+struct Observed {
     lifecycle_state: Option<String>,
     error: Option<String>,
     #[serde(default)]
@@ -216,7 +216,7 @@ impl Fixture {
             .expect("patch the FlinkDeployment");
     }
 
-    async fn status(&self, name: &str) -> Status {
+    async fn status(&self, name: &str) -> Observed {
         let obj = self.api.get(name).await.expect("get");
         serde_json::from_value(obj.data.get("status").cloned().unwrap_or(json!({})))
             .expect("a status")
@@ -227,8 +227,8 @@ impl Fixture {
         &self,
         name: &str,
         bound: Duration,
-        pred: impl Fn(&Status) -> bool,
-    ) -> Status {
+        pred: impl Fn(&Observed) -> bool,
+    ) -> Observed {
         let deadline = Instant::now() + bound;
         loop {
             let status = self.status(name).await;

@@ -74,7 +74,8 @@ fn new_job_id(run: u32) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    format!("{:016x}{:08x}{run:08x}", nanos as u64, std::process::id())
+    let low = u64::try_from(nanos & u128::from(u64::MAX)).unwrap_or_default();
+    format!("{low:016x}{:08x}{run:08x}", std::process::id())
 }
 
 fn job_state(state: &str) -> &'static str {
@@ -342,7 +343,7 @@ impl Actor {
         self.status.error = None;
         self.status.start_time_ms = None;
         self.status.job_id = Some(job_id.clone());
-        self.restore_point.clone_from(&from);
+        self.restore_point = from;
         let jar = match job.jar_path() {
             Ok(j) => j,
             Err(e) => {
@@ -356,13 +357,13 @@ impl Actor {
             spec,
             jar: &jar,
             job_id: &job_id,
-            restore: from.as_deref(),
+            restore: self.restore_point.as_deref(),
             dir: &dir,
             run: self.run,
         };
         match JobProcess::spawn(&self.shared.options, &launch) {
             Ok(process) => {
-                tracing::info!(deployment = %self.key, %job_id, pid = process.pid(), rest_port = process.rest_port, from = ?from, "job process started");
+                tracing::info!(deployment = %self.key, %job_id, pid = process.pid(), rest_port = process.rest_port, from = ?self.restore_point, "job process started");
                 self.shared.processes().insert(self.key.clone(), process);
                 self.started = Some(Instant::now());
                 self.status.lifecycle = Lifecycle::Deployed;

@@ -91,7 +91,7 @@ impl FlinkRest {
         }
     }
 
-    fn rest_error(url: &str, reason: impl ToString) -> RealError {
+    fn rest_error(url: &str, reason: &dyn std::fmt::Display) -> RealError {
         RealError::Rest {
             url: url.to_owned(),
             reason: reason.to_string(),
@@ -108,20 +108,20 @@ impl FlinkRest {
             .timeout(REQUEST_TIMEOUT)
             .send()
             .await
-            .map_err(|e| Self::rest_error(url, e))?;
+            .map_err(|e| Self::rest_error(url, &e))?;
         if response.status() == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }
         if !response.status().is_success() {
             let status = response.status();
             let body = response.text().await.unwrap_or_default();
-            return Err(Self::rest_error(url, format!("{status}: {body}")));
+            return Err(Self::rest_error(url, &format!("{status}: {body}")));
         }
         response
             .json()
             .await
             .map(Some)
-            .map_err(|e| Self::rest_error(url, e))
+            .map_err(|e| Self::rest_error(url, &e))
     }
 
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<Option<T>, RealError> {
@@ -164,7 +164,7 @@ impl FlinkRest {
         let trigger: TriggerResponse = self
             .send(self.http.post(&url).json(&json!({"drain": false})), &url)
             .await?
-            .ok_or_else(|| Self::rest_error(&url, "the job is not known"))?;
+            .ok_or_else(|| Self::rest_error(&url, &"the job is not known"))?;
         let deadline = tokio::time::Instant::now() + timeout;
         let path = format!("/jobs/{job_id}/savepoints/{}", trigger.request_id);
         loop {
@@ -202,11 +202,11 @@ impl FlinkRest {
             .timeout(REQUEST_TIMEOUT)
             .send()
             .await
-            .map_err(|e| Self::rest_error(&url, e))?;
+            .map_err(|e| Self::rest_error(&url, &e))?;
         let status = response.status();
         if !status.is_success() && status != reqwest::StatusCode::NOT_FOUND {
             let body = response.text().await.unwrap_or_default();
-            return Err(Self::rest_error(&url, format!("{status}: {body}")));
+            return Err(Self::rest_error(&url, &format!("{status}: {body}")));
         }
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
