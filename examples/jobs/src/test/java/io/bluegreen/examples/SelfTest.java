@@ -50,6 +50,19 @@ public final class SelfTest {
         Files.createDirectories(out);
         long t0 = System.currentTimeMillis();
         long w = t0 + 1000;
+        // The chained topology must be one vertex: source, map, gate and sink chained together.
+        for (String topology : List.of("keyed", "chained")) {
+            StreamExecutionEnvironment probe = StreamExecutionEnvironment.getExecutionEnvironment();
+            ExampleJob.build(probe, ExampleJob.parse(new String[] {"--output", out.toString(), "--topology", topology,
+                    "--color", "BLUE", "--parallelism", "2"}));
+            List<String> vertices = new ArrayList<>();
+            probe.getStreamGraph().getJobGraph().getVertices().forEach(v -> vertices.add(v.getName()));
+            System.out.println("SelfTest: " + topology + " has " + vertices.size() + " vertices: " + vertices);
+            if (topology.equals("chained") != (vertices.size() == 1)) {
+                System.err.println("SelfTest: the " + topology + " topology has " + vertices.size() + " vertices");
+                System.exit(1);
+            }
+        }
         for (String topology : List.of("keyed", "chained", "two-sinks")) {
             long started = System.currentTimeMillis();
             JobClient blue = submit(out.resolve(topology), topology, "BLUE", "v1", t0, w);
