@@ -32,7 +32,8 @@ import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
  *
  * <ul>
  *   <li>held records are buffered with their timestamps, in arrival order, in operator list state
- *       ({@value #HELD_STATE_NAME}), so checkpoints go on during a hold;
+ *       ({@value #HELD_STATE_NAME}), so checkpoints go on during a hold; after a restore their
+ *       hold timeout counts from the restore;
  *   <li>the emitted watermark is {@code min(input watermark, lowest held timestamp - 1)}, so a
  *       released record is never late downstream;
  *   <li>a processing-time timer (every {@value GateProcessFunction#IDLE_APPLY_INTERVAL_MS} ms)
@@ -87,21 +88,21 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
             this.sinceMs = sinceMs;
         }
 
-        /** {@code [flags][timestamp][event time][held since][record]}, the checkpointed form. */
+        /** {@code [flags][timestamp][event time][record]}, the checkpointed form. */
         byte[] encode() {
-            byte[] out = new byte[25 + bytes.length];
+            byte[] out = new byte[17 + bytes.length];
             out[0] = (byte) (hasTimestamp ? 1 : 0);
             putLong(out, 1, timestamp);
             putLong(out, 9, eventTime);
-            putLong(out, 17, sinceMs);
-            System.arraycopy(bytes, 0, out, 25, bytes.length);
+            System.arraycopy(bytes, 0, out, 17, bytes.length);
             return out;
         }
 
-        static Held decode(byte[] in) {
-            byte[] record = new byte[in.length - 25];
-            System.arraycopy(in, 25, record, 0, record.length);
-            return new Held(record, in[0] == 1, getLong(in, 1), getLong(in, 9), getLong(in, 17));
+        /** A restored record; its hold counts from {@code sinceMs} (the restore), not from before the restart. */
+        static Held decode(byte[] in, long sinceMs) {
+            byte[] record = new byte[in.length - 17];
+            System.arraycopy(in, 17, record, 0, record.length);
+            return new Held(record, in[0] == 1, getLong(in, 1), getLong(in, 9), sinceMs);
         }
 
         private static void putLong(byte[] b, int at, long v) {
@@ -165,8 +166,9 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
         heldState = context.getOperatorStateStore().getListState(
                 new ListStateDescriptor<>(HELD_STATE_NAME, PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
         if (context.isRestored()) {
+            long now = System.currentTimeMillis();
             for (byte[] b : heldState.get()) {
-                heldQueue.add(Held.decode(b));
+                heldQueue.add(Held.decode(b, now));
             }
         }
         recountHeld();

@@ -1,7 +1,6 @@
 package io.bluegreen.gate;
 
 import java.util.Arrays;
-import org.apache.flink.api.common.JobID;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.util.Collector;
@@ -12,8 +11,9 @@ import org.apache.flink.util.Collector;
  * <ol>
  *   <li>Decision path: ns/record of {@code GateProcessFunction.processElement} vs an identity
  *       ProcessFunction, called in a loop with a reused context (warmup, then the median of rounds).
- *   <li>Flink job throughput on a MiniCluster: source (ids, event times, watermarks) → [gate |
- *       identity | nothing] → discarding sink, parallelism 1, runs interleaved, median per variant.
+ *   <li>Flink job throughput on a MiniCluster, with and without the gate ({@link GateOperator}), runs
+ *       interleaved: (a) a trivial pipeline (ids, event times, watermarks → discarding sink) and
+ *       (b) a realistic one ({@link Realistic}: keyed state, serialization, a FileSink).
  * </ol>
  */
 public final class GateBench {
@@ -140,45 +140,148 @@ public final class GateBench {
         if (args.length > 0 && args[0].equals("--decision-only")) {
             Runtime.getRuntime().halt(0);
         }
-        long records = args.length > 0 ? Long.parseLong(args[0]) : 10_000_000L;
-        int jobReps = args.length > 1 ? Integer.parseInt(args[1]) : 5;
+        long records = args.length > 0 ? Long.parseLong(args[0]) : 30_000_000L;
+        int jobReps = args.length > 1 ? Integer.parseInt(args[1]) : 7;
         boolean objectReuse = args.length > 2 && args[2].equals("--object-reuse");
         LocalFlink flink = LocalFlink.shared();
         String ch = "bench-job";
         ManualStateSource.channel(ch).publish(running);
-        HandoverJob.Stage[] variants = {HandoverJob.Stage.NONE, HandoverJob.Stage.IDENTITY, HandoverJob.Stage.GATE};
-        double[][] secs = new double[variants.length][jobReps + 1];
-        for (int rep = 0; rep <= jobReps; rep++) { // rep 0 is warmup
-            for (int v = 0; v < variants.length; v++) {
-                StreamExecutionEnvironment env = HandoverJob.env(1);
-                if (objectReuse) {
-                    env.getConfig().enableObjectReuse();
+        long realisticRecords = records / 30;
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("bluegreen-bench-");
+        // [pipeline][0 = no gate, 1 = gate][rep]; rep 0 is a warmup; the order alternates per rep.
+        double[][][] ms = new double[2][2][jobReps + 1];
+        for (int rep = 0; rep <= jobReps; rep++) {
+            for (int k = 0; k < 2; k++) {
+                int g = (rep + k) % 2;
+                for (int pipeline = 0; pipeline < 2; pipeline++) {
+                    StreamExecutionEnvironment env = HandoverJob.env(1);
+                    if (objectReuse) {
+                        env.getConfig().enableObjectReuse();
+                    }
+                    GateProcessFunction<Long> gateFn = new GateProcessFunction<>(Color.BLUE, new ManualStateSource(ch));
+                    if (pipeline == 0) {
+                        HandoverJob.build(env, records, 0, g == 1 ? HandoverJob.Stage.GATE : HandoverJob.Stage.NONE, gateFn, null);
+                    } else {
+                        Realistic.build(env, realisticRecords, g == 1, ch, dir.resolve("run-" + rep + "-" + g));
+                    }
+                    ms[pipeline][g][rep] = flink.runMs(env, "bench-" + pipeline + "-" + g + "-" + rep, 1_800_000);
                 }
-                HandoverJob.build(env, records, 0, variants[v], new GateProcessFunction<>(Color.BLUE, new ManualStateSource(ch)), null);
-                long t0 = System.nanoTime();
-                JobID job = flink.submit(env, "bench-" + variants[v] + "-" + rep);
-                Throwable err = flink.await(job, 600_000);
-                if (err != null) {
-                    throw new RuntimeException(err);
-                }
-                secs[v][rep] = (System.nanoTime() - t0) / 1e9;
             }
+            deleteTree(dir);
+            java.nio.file.Files.createDirectories(dir);
         }
-        double[] jmed = new double[variants.length];
-        double[] jmin = new double[variants.length];
-        for (int v = 0; v < variants.length; v++) {
-            double[] s = Arrays.copyOfRange(secs[v], 1, jobReps + 1);
-            String runs = Arrays.toString(Arrays.stream(s).map(x -> Math.round(x * 1000) / 1000.0).toArray());
-            Arrays.sort(s);
-            jmed[v] = s[jobReps / 2];
-            jmin[v] = s[0];
-            System.out.printf("job %-8s runs (s): %s -> median %.3f s = %.2f M records/s, best %.3f s = %.2f M records/s%n",
-                    variants[v], runs, jmed[v], records / jmed[v] / 1e6, jmin[v], records / jmin[v] / 1e6);
+        String[] names = {"(a) trivial: ids -> timestamps -> [gate] -> discarding sink, " + records + " records",
+            "(b) realistic: ids -> timestamps -> POJO -> keyBy (serialized) -> keyed count state -> String -> [gate] -> FileSink, "
+                    + realisticRecords + " records"};
+        System.out.printf("job throughput (parallelism 1, object reuse %s, %d interleaved runs after a warmup, Flink's net runtime per job):%n",
+                objectReuse, jobReps);
+        for (int pipeline = 0; pipeline < 2; pipeline++) {
+            double[] none = Arrays.copyOfRange(ms[pipeline][0], 1, jobReps + 1);
+            double[] gate = Arrays.copyOfRange(ms[pipeline][1], 1, jobReps + 1);
+            double[] ratio = new double[jobReps];
+            for (int i = 0; i < jobReps; i++) {
+                ratio[i] = none[i] / gate[i]; // throughput with the gate / without, in the same rep
+            }
+            long count = pipeline == 0 ? records : realisticRecords;
+            System.out.printf("  %s%n    no gate ms %s%n    gate    ms %s%n    throughput gate/no gate: median of medians %.3f (%.2f vs %.2f M records/s); per-rep ratios %s%n",
+                    names[pipeline], Arrays.toString(none), Arrays.toString(gate),
+                    median(none) / median(gate), count / median(gate) / 1e3, count / median(none) / 1e3, fmt(ratio));
         }
-        System.out.printf("job throughput ratio (%d records, parallelism 1, object reuse " + objectReuse + ", %d interleaved runs, submit to result):%n"
-                + "  median: gate/none %.3f, gate/identity %.3f; best: gate/none %.3f, gate/identity %.3f%n",
-                records, jobReps, jmed[0] / jmed[2], jmed[1] / jmed[2], jmin[0] / jmin[2], jmin[1] / jmin[2]);
+        deleteTree(dir);
         System.out.flush();
         Runtime.getRuntime().halt(0);
+    }
+
+    static double median(double[] xs) {
+        double[] s = xs.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+
+    static String fmt(double[] xs) {
+        StringBuilder b = new StringBuilder("[");
+        for (double x : xs) {
+            b.append(b.length() > 1 ? " " : "").append(String.format("%.3f", x));
+        }
+        return b.append("] (median ").append(String.format("%.3f", median(xs))).append(")").toString();
+    }
+
+    static void deleteTree(java.nio.file.Path dir) throws java.io.IOException {
+        if (!java.nio.file.Files.exists(dir)) {
+            return;
+        }
+        try (java.util.stream.Stream<java.nio.file.Path> paths = java.nio.file.Files.walk(dir)) {
+            for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) paths.sorted(java.util.Comparator.reverseOrder())::iterator) {
+                java.nio.file.Files.delete(p);
+            }
+        }
+    }
+
+    /**
+     * The realistic pipeline: ids with event times and watermarks, mapped to a POJO, keyed by one
+     * of 10,000 keys (a serialized network exchange), a running count per key in keyed state, a
+     * String line per record, then [the gate] and a row-format FileSink writing real files.
+     */
+    static final class Realistic {
+        private Realistic() {}
+
+        /** A record of the realistic pipeline (a Flink POJO). */
+        public static final class Event {
+            public long key;
+            public long eventTime;
+            public String payload;
+
+            public Event() {}
+        }
+
+        static final class ToEvent implements org.apache.flink.api.common.functions.MapFunction<Long, Event> {
+            private static final long serialVersionUID = 1L;
+
+            @Override
+            public Event map(Long id) {
+                Event e = new Event();
+                e.key = id % 10_000;
+                e.eventTime = HandoverJob.eventTime(id);
+                e.payload = "order-" + id + "-customer-" + (id % 977) + "-amount-" + (id % 10_007);
+                return e;
+            }
+        }
+
+        static final class Count extends org.apache.flink.streaming.api.functions.KeyedProcessFunction<Long, Event, String> {
+            private static final long serialVersionUID = 1L;
+            private transient org.apache.flink.api.common.state.ValueState<Long> count;
+
+            @Override
+            public void open(org.apache.flink.api.common.functions.OpenContext ctx) {
+                count = getRuntimeContext().getState(new org.apache.flink.api.common.state.ValueStateDescriptor<>("count", Long.class));
+            }
+
+            @Override
+            public void processElement(Event e, Context ctx, Collector<String> out) throws Exception {
+                Long c = count.value();
+                long next = c == null ? 1 : c + 1;
+                count.update(next);
+                out.collect(e.key + "," + next + "," + e.eventTime + "," + e.payload);
+            }
+        }
+
+        static void build(StreamExecutionEnvironment env, long n, boolean gate, String channel, java.nio.file.Path dir) {
+            org.apache.flink.streaming.api.datastream.DataStream<String> lines = env.fromSequence(0, n - 1)
+                    .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
+                            .<Long>forBoundedOutOfOrderness(java.time.Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
+                            .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id)))
+                    .map(new ToEvent())
+                    .keyBy(e -> e.key, org.apache.flink.api.common.typeinfo.Types.LONG)
+                    .process(new Count(), org.apache.flink.api.common.typeinfo.Types.STRING);
+            org.apache.flink.connector.file.sink.FileSink<String> sink = org.apache.flink.connector.file.sink.FileSink
+                    .forRowFormat(new org.apache.flink.core.fs.Path(dir.toUri()),
+                            new org.apache.flink.api.common.serialization.SimpleStringEncoder<String>("UTF-8"))
+                    .build();
+            if (gate) {
+                GateSinkWrapper.sinkTo(lines, new GateProcessFunction<>(Color.BLUE, new ManualStateSource(channel)), sink);
+            } else {
+                lines.sinkTo(sink);
+            }
+        }
     }
 }

@@ -337,6 +337,93 @@ final class HandoverJobTest {
         test("handover job: a " + holdMs + " ms hold with checkpoints every second keeps completing checkpoints; then 0 duplicates, 0 losses", () -> {
             System.out.println("     " + longHold(60_000, holdMs));
         });
+        test("handover job: the report line shows the input watermark, and idle=true once every input of the gate is idle", () -> {
+            String run = "idle-" + SEQ.incrementAndGet();
+            LocalFlink flink = LocalFlink.shared();
+            ManualStateSource.channel(run).publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+            StreamExecutionEnvironment env = HandoverJob.env(1);
+            // The ids stall after 1,000 in their own task; the timestamp assigner downstream then
+            // declares its input idle after 200 ms (withIdleness), and the gate sees WatermarkStatus.IDLE.
+            org.apache.flink.streaming.api.datastream.DataStream<Long> ids = env.fromSequence(0, 1_000_000)
+                    .map(new StallAfter(1_000)).disableChaining()
+                    .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
+                            .<Long>forMonotonousTimestamps()
+                            .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id))
+                            .withIdleness(Duration.ofMillis(200)));
+            GateSinkWrapper.sinkTo(ids, new GateProcessFunction<Long>(BLUE, new ManualStateSource(run)), new HandoverJob.RecordingSink(null));
+            JobID job = flink.submit(env, run);
+            try {
+                String v = gateVertex(flink, job);
+                GateReport[] last = new GateReport[1];
+                waitFor(() -> {
+                    List<String> lines = flink.subtaskMetric(job, v, 1, GateProcessFunction.METRIC_APPLIED_STATE);
+                    if (lines == null) {
+                        return false;
+                    }
+                    last[0] = GateReport.parse(lines.get(0));
+                    return last[0].idle;
+                }, 30_000, "the gate to report idle=true");
+                check(last[0].watermark > HandoverJob.BASE && last[0].watermark < HandoverJob.eventTime(1_000),
+                        "the last input watermark before idling: " + last[0]);
+                check(last[0].past(HandoverJob.eventTime(500_000)), "an idle gate counts as past any W: " + last[0]);
+                System.out.println("     " + last[0].line());
+            } finally {
+                flink.cancel(job);
+            }
+        });
+        test("handover job: held records are checkpointed: after a failure and restart, each is emitted once", () -> {
+            String run = "held-restart-" + SEQ.incrementAndGet();
+            LocalFlink flink = LocalFlink.shared();
+            ManualStateSource.Channel ch = ManualStateSource.channel(run);
+            ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN)); // green holds everything
+            org.apache.flink.configuration.Configuration conf = new org.apache.flink.configuration.Configuration();
+            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 2);
+            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+            env.setParallelism(P);
+            env.enableCheckpointing(200);
+            int n = 40_000;
+            AtomicIntegerArray out = HandoverJob.Recorder.create(run, n);
+            FailOnce.ARMED.put(run, new java.util.concurrent.atomic.AtomicBoolean(false));
+            org.apache.flink.streaming.api.datastream.DataStream<Long> ids = env.fromSequence(0, n - 1)
+                    .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
+                            .<Long>forBoundedOutOfOrderness(Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
+                            .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id)))
+                    .map(new HandoverJob.TimedPacer(12_000, n / P))
+                    .map(new FailOnce(run));
+            GateSinkWrapper.sinkTo(ids, new GateProcessFunction<Long>(GREEN, new ManualStateSource(run)), new HandoverJob.RecordingSink(run));
+            JobID job = flink.submit(env, run);
+            try {
+                String v = gateVertex(flink, job);
+                long[] held = new long[1];
+                long[] cp = new long[1];
+                waitFor(() -> {
+                    List<String> h = flink.subtaskMetric(job, v, P, GateProcessFunction.METRIC_HELD_RECORDS);
+                    held[0] = h == null ? 0 : h.stream().mapToLong(Long::parseLong).sum();
+                    cp[0] = checkpoints(flink, job);
+                    return held[0] >= 4_000;
+                }, 60_000, "the gates to hold 4000 records");
+                waitFor(() -> checkpoints(flink, job) >= cp[0] + 2, 30_000, "two checkpoints with held records");
+                FailOnce.ARMED.get(run).set(true);
+                waitFor(() -> !FailOnce.ARMED.get(run).get(), 30_000, "the injected failure");
+                waitFor(() -> checkpoints(flink, job) >= cp[0] + 4, 60_000, "checkpoints after the restart");
+                ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, HandoverJob.BASE - 1_000, GREEN)); // green owns every id
+                Throwable err = flink.await(job, 120_000);
+                check(err == null, "job succeeds after one restart: " + err);
+                long lost = 0;
+                long dup = 0;
+                for (int i = 0; i < n; i++) {
+                    lost += out.get(i) == 0 ? 1 : 0;
+                    dup += Math.max(0, out.get(i) - 1);
+                }
+                checkEq(0L, lost + dup, "ids lost (" + lost + ") or duplicated (" + dup + ")");
+                checkEq(0L, HandoverJob.Recorder.late(run), "records behind the watermark at the sink");
+                System.out.println("     " + held[0] + " records held before the failure; after the restart all " + n + " ids emitted once");
+            } finally {
+                flink.cancel(job);
+            }
+        });
         test("handover job: the oracle fails on conflicting states (both active: duplicates; each told the other is active: losses)", () -> {
             int n = 20_000;
             HandoverJob.Verdict dup = pair(n, st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE),
@@ -465,6 +552,25 @@ final class HandoverJobTest {
                 }
             }
         });
+    }
+
+    /** Passes {@code n} records, then blocks its task (until the job is cancelled). */
+    static final class StallAfter implements org.apache.flink.api.common.functions.MapFunction<Long, Long> {
+        private static final long serialVersionUID = 1L;
+        private final long n;
+        private transient long seen;
+
+        StallAfter(long n) {
+            this.n = n;
+        }
+
+        @Override
+        public Long map(Long v) throws InterruptedException {
+            if (++seen > n) {
+                Thread.sleep(Long.MAX_VALUE);
+            }
+            return v;
+        }
     }
 
     /** Throws once when armed (after records were passed and checkpoints completed). */

@@ -72,6 +72,16 @@ final class LocalFlink implements AutoCloseable {
                 .orElse(new RuntimeException("job " + job + " ended with " + r.getApplicationStatus()));
     }
 
+    /** Runs the job built in {@code env} to its end; returns its net runtime in ms (Flink's, from RUNNING to the end). */
+    long runMs(StreamExecutionEnvironment env, String name, long timeoutMs) throws Exception {
+        JobID job = submit(env, name);
+        JobResult r = cluster.requestJobResult(job).get(timeoutMs, TimeUnit.MILLISECONDS);
+        if (!r.isSuccess()) {
+            throw new IllegalStateException("job " + name + " failed", await(job, timeoutMs));
+        }
+        return r.getNetRuntime();
+    }
+
     void cancel(JobID job) {
         try {
             cluster.cancelJob(job).get(10, TimeUnit.SECONDS);
