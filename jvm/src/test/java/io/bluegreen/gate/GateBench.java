@@ -150,6 +150,7 @@ public final class GateBench {
         java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("bluegreen-bench-");
         // [pipeline][0 = no gate, 1 = gate][rep]; rep 0 is a warmup; the order alternates per rep.
         double[][][] ms = new double[2][2][jobReps + 1];
+        double[][][] cpu = new double[2][2][jobReps + 1];
         for (int rep = 0; rep <= jobReps; rep++) {
             for (int k = 0; k < 2; k++) {
                 int g = (rep + k) % 2;
@@ -158,13 +159,15 @@ public final class GateBench {
                     if (objectReuse) {
                         env.getConfig().enableObjectReuse();
                     }
-                    GateProcessFunction<Long> gateFn = new GateProcessFunction<>(Color.BLUE, new ManualStateSource(ch));
+                    String key = "bench-" + pipeline + "-" + g + "-" + rep;
+                    CPU_NS.put(key, new java.util.concurrent.atomic.AtomicLong());
                     if (pipeline == 0) {
-                        HandoverJob.build(env, records, 0, g == 1 ? HandoverJob.Stage.GATE : HandoverJob.Stage.NONE, gateFn, null);
+                        trivial(env, records, g == 1, ch, key);
                     } else {
-                        Realistic.build(env, realisticRecords, g == 1, ch, dir.resolve("run-" + rep + "-" + g));
+                        Realistic.build(env, realisticRecords, g == 1, ch, dir.resolve("run-" + rep + "-" + g), key);
                     }
-                    ms[pipeline][g][rep] = flink.runMs(env, "bench-" + pipeline + "-" + g + "-" + rep, 1_800_000);
+                    ms[pipeline][g][rep] = flink.runMs(env, key, 1_800_000);
+                    cpu[pipeline][g][rep] = CPU_NS.get(key).get() / 1e6;
                 }
             }
             deleteTree(dir);
@@ -173,23 +176,81 @@ public final class GateBench {
         String[] names = {"(a) trivial: ids -> timestamps -> [gate] -> discarding sink, " + records + " records",
             "(b) realistic: ids -> timestamps -> POJO -> keyBy (serialized) -> keyed count state -> String -> [gate] -> FileSink, "
                     + realisticRecords + " records"};
-        System.out.printf("job throughput (parallelism 1, object reuse %s, %d interleaved runs after a warmup, Flink's net runtime per job):%n",
-                objectReuse, jobReps);
+        System.out.printf("job throughput (parallelism 1, object reuse %s, %d interleaved runs after a warmup): wall = Flink's net runtime"
+                + " per job; cpu = CPU time of the job's task threads (less sensitive to other load on the machine):%n", objectReuse, jobReps);
         for (int pipeline = 0; pipeline < 2; pipeline++) {
-            double[] none = Arrays.copyOfRange(ms[pipeline][0], 1, jobReps + 1);
-            double[] gate = Arrays.copyOfRange(ms[pipeline][1], 1, jobReps + 1);
-            double[] ratio = new double[jobReps];
-            for (int i = 0; i < jobReps; i++) {
-                ratio[i] = none[i] / gate[i]; // throughput with the gate / without, in the same rep
-            }
             long count = pipeline == 0 ? records : realisticRecords;
-            System.out.printf("  %s%n    no gate ms %s%n    gate    ms %s%n    throughput gate/no gate: median of medians %.3f (%.2f vs %.2f M records/s); per-rep ratios %s%n",
-                    names[pipeline], Arrays.toString(none), Arrays.toString(gate),
-                    median(none) / median(gate), count / median(gate) / 1e3, count / median(none) / 1e3, fmt(ratio));
+            System.out.printf("  %s%n", names[pipeline]);
+            for (int metric = 0; metric < 2; metric++) {
+                double[][] x = metric == 0 ? ms[pipeline] : cpu[pipeline];
+                double[] none = Arrays.copyOfRange(x[0], 1, jobReps + 1);
+                double[] gate = Arrays.copyOfRange(x[1], 1, jobReps + 1);
+                double[] ratio = new double[jobReps];
+                for (int i = 0; i < jobReps; i++) {
+                    ratio[i] = none[i] / gate[i]; // throughput with the gate / without, in the same rep
+                }
+                String what = metric == 0 ? "wall" : "cpu ";
+                System.out.printf("    %s ms, no gate %s%n    %s ms, gate    %s%n    %s: gate/no gate = %.3f (medians: %.1f vs %.1f ns/record); per-rep ratios %s%n",
+                        what, Arrays.toString(none), what, Arrays.toString(gate), what,
+                        median(none) / median(gate), median(gate) * 1e6 / count, median(none) * 1e6 / count, fmt(ratio));
+            }
         }
         deleteTree(dir);
         System.out.flush();
         Runtime.getRuntime().halt(0);
+    }
+
+    /** CPU time (ns) of the task threads per run key, added by {@link CpuSink} and the realistic functions on close. */
+    static final java.util.Map<String, java.util.concurrent.atomic.AtomicLong> CPU_NS = new java.util.concurrent.ConcurrentHashMap<>();
+
+    static void addThreadCpu(String key) {
+        CPU_NS.get(key).addAndGet(java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime());
+    }
+
+    /** The trivial pipeline: ids, event times and watermarks, [the gate], a discarding sink (one task thread). */
+    static void trivial(StreamExecutionEnvironment env, long n, boolean gate, String channel, String key) {
+        org.apache.flink.streaming.api.datastream.DataStream<Long> s = env.fromSequence(0, n - 1)
+                .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
+                        .<Long>forBoundedOutOfOrderness(java.time.Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
+                        .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id)));
+        if (gate) {
+            GateSinkWrapper.sinkTo(s, new GateProcessFunction<>(Color.BLUE, new ManualStateSource(channel)), new CpuSink(key));
+        } else {
+            s.sinkTo(new CpuSink(key));
+        }
+    }
+
+    /** Discards records; on close adds its task thread's CPU time to {@link #CPU_NS}. */
+    static final class CpuSink extends org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink<Long> {
+        private static final long serialVersionUID = 1L;
+        private final String key;
+
+        CpuSink(String key) {
+            this.key = key;
+        }
+
+        @Override
+        public org.apache.flink.api.connector.sink2.SinkWriter<Long> createWriter(org.apache.flink.api.connector.sink2.WriterInitContext context) {
+            return new org.apache.flink.api.connector.sink2.SinkWriter<>() {
+                long sum;
+
+                @Override
+                public void write(Long v, Context context) {
+                    sum += v;
+                }
+
+                @Override
+                public void flush(boolean endOfInput) {}
+
+                @Override
+                public void close() {
+                    if (sum == 42) {
+                        System.out.print("");
+                    }
+                    addThreadCpu(key);
+                }
+            };
+        }
     }
 
     static double median(double[] xs) {
@@ -234,8 +295,18 @@ public final class GateBench {
             public Event() {}
         }
 
-        static final class ToEvent implements org.apache.flink.api.common.functions.MapFunction<Long, Event> {
+        static final class ToEvent extends org.apache.flink.api.common.functions.RichMapFunction<Long, Event> {
             private static final long serialVersionUID = 1L;
+            private final String key;
+
+            ToEvent(String key) {
+                this.key = key;
+            }
+
+            @Override
+            public void close() {
+                addThreadCpu(key); // the first task's thread: source, timestamps, this map
+            }
 
             @Override
             public Event map(Long id) {
@@ -250,6 +321,16 @@ public final class GateBench {
         static final class Count extends org.apache.flink.streaming.api.functions.KeyedProcessFunction<Long, Event, String> {
             private static final long serialVersionUID = 1L;
             private transient org.apache.flink.api.common.state.ValueState<Long> count;
+            private final String key;
+
+            Count(String key) {
+                this.key = key;
+            }
+
+            @Override
+            public void close() {
+                addThreadCpu(key); // the second task's thread: this function, [the gate], the FileSink
+            }
 
             @Override
             public void open(org.apache.flink.api.common.functions.OpenContext ctx) {
@@ -265,14 +346,14 @@ public final class GateBench {
             }
         }
 
-        static void build(StreamExecutionEnvironment env, long n, boolean gate, String channel, java.nio.file.Path dir) {
+        static void build(StreamExecutionEnvironment env, long n, boolean gate, String channel, java.nio.file.Path dir, String key) {
             org.apache.flink.streaming.api.datastream.DataStream<String> lines = env.fromSequence(0, n - 1)
                     .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
                             .<Long>forBoundedOutOfOrderness(java.time.Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
                             .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id)))
-                    .map(new ToEvent())
+                    .map(new ToEvent(key))
                     .keyBy(e -> e.key, org.apache.flink.api.common.typeinfo.Types.LONG)
-                    .process(new Count(), org.apache.flink.api.common.typeinfo.Types.STRING);
+                    .process(new Count(key), org.apache.flink.api.common.typeinfo.Types.STRING);
             org.apache.flink.connector.file.sink.FileSink<String> sink = org.apache.flink.connector.file.sink.FileSink
                     .forRowFormat(new org.apache.flink.core.fs.Path(dir.toUri()),
                             new org.apache.flink.api.common.serialization.SimpleStringEncoder<String>("UTF-8"))
