@@ -11,9 +11,10 @@
 //! follows `FAILING`), and starts the incoming job after `TRANSITIONING` is written, from the
 //! outgoing job's position in the record stream. It writes `CLEAR_TO_TEARDOWN` only once both
 //! jobs' watermarks are past W, modelled as "neither job has a record at or below W left to
-//! read": the protocol assumes no data later than the watermark (a record at or below W that
-//! reaches the incoming job after `RUNNING` would be passed by it although the outgoing job may
-//! already have passed it).
+//! read", so that no record is lost. Jobs also restart from checkpoints (re-reading records):
+//! after a handover completes, the floor F = W keeps the incoming color from re-emitting a record
+//! at or below W that the outgoing color emitted; both colors drop such late records, which the
+//! no-loss check therefore leaves out.
 
 use std::sync::Arc;
 
@@ -101,7 +102,6 @@ impl Sim {
         };
         let cur = self.last();
         let with = |stage, toggle| CoordinationState {
-            floor: None,
             stage,
             toggle,
             ..cur
@@ -109,7 +109,6 @@ impl Sim {
         if choice % 16 == 15 {
             // Configuration change: legal in any step.
             return self.publish(CoordinationState {
-                floor: None,
                 deletion_delay_ms: cur.deletion_delay_ms + 1,
                 ..cur
             });
@@ -119,8 +118,8 @@ impl Sim {
             (R, _) => {
                 let outgoing = index(cur.active);
                 let cursor = self.gates[outgoing].as_ref().map_or(0, |g| g.cursor);
+                // Step 9 carries the floor.
                 self.publish(CoordinationState {
-                    floor: None,
                     active: cur.active.other(),
                     stage: T,
                     toggle: Toggle::NotSet,
@@ -134,7 +133,11 @@ impl Sim {
             (T, Toggle::NotSet) if choice.is_multiple_of(5) => {
                 self.publish(with(F, Toggle::NotSet))
             }
-            (T, Toggle::NotSet) => self.publish(with(T, Toggle::Proposed(i64::from(value % 200)))),
+            (T, Toggle::NotSet) => {
+                // The controller proposes W >= F + 1.
+                let w = i64::from(value % 200).max(cur.floor.map_or(i64::MIN, |f| f + 1));
+                self.publish(with(T, Toggle::Proposed(w)))
+            }
             (T, Toggle::Proposed(w)) => match choice % 5 {
                 0 => self.publish(with(F, Toggle::Proposed(w))),
                 1 => self.publish(with(T, Toggle::Proposed(w + 1 + i64::from(value % 50)))),
@@ -170,14 +173,17 @@ impl Sim {
                     Ok(())
                 }
             }
-            (C, _) => {
+            (C, toggle) => {
                 self.gates[index(cur.active.other())] = None; // outgoing job deleted
-                self.publish(with(R, Toggle::NotSet))
+                // Step 6: W becomes the floor.
+                self.publish(CoordinationState {
+                    floor: toggle.value(),
+                    ..with(R, Toggle::NotSet)
+                })
             }
             (F, _) => {
                 self.gates[index(cur.active)] = None; // incoming job deleted
                 self.publish(CoordinationState {
-                    floor: None,
                     active: cur.active.other(),
                     stage: R,
                     toggle: Toggle::NotSet,
@@ -207,6 +213,25 @@ impl Sim {
         Ok(())
     }
 
+    /// One job restarts from a checkpoint `value % 20` records back: a new gate that restores the
+    /// maximum passed event time and re-reads those records. Output a job emitted before the
+    /// checkpoint it restarts from is committed (it stays in `passed`); a restart that re-emits it
+    /// is the same color emitting again, which the transactional sink deduplicates. What must
+    /// never happen is the other color emitting it too.
+    fn restart(&mut self, color: Color, value: u16) {
+        let Some(g) = self.gates[index(color)].as_mut() else {
+            return;
+        };
+        let max = g.gate.snapshot().max_passed_event_time_ms;
+        let mut gate = Gate::new(color, g.shared.clone());
+        if let Some(max) = max {
+            gate.restore_max_passed(max);
+        }
+        g.handle = gate.handle();
+        g.gate = gate;
+        g.cursor = g.cursor.saturating_sub(usize::from(value % 20));
+    }
+
     /// Replays an older state to one gate (a duplicate or out-of-order delivery): never changes it.
     fn replay(&mut self, color: Color, value: u16) -> Result<(), TestCaseError> {
         let Some(g) = self.gates[index(color)].as_mut() else {
@@ -218,7 +243,6 @@ impl Sim {
         // differs only in it is accepted (and reverts it); nothing a gate decides by changes.
         let decisive = |s: Option<CoordinationState>| {
             s.map(|s| CoordinationState {
-                floor: None,
                 deletion_delay_ms: 0,
                 ..s
             })
@@ -275,6 +299,10 @@ impl Sim {
         }
         let final_state = self.last();
         for (r, both) in self.final_phase.iter().enumerate() {
+            // Records at or below the floor are late: both colors drop them.
+            if final_state.floor.is_some_and(|f| self.records[r] <= f) {
+                continue;
+            }
             if let [Some(blue), Some(green)] = *both {
                 prop_assert!(
                     !(blue == Decision::Drop && green == Decision::Drop),
@@ -297,6 +325,7 @@ enum Op {
     Controller(u8, u16),
     Deliver(Color, u16, bool),
     Replay(Color, u16),
+    Restart(Color, u16),
     Decide(Color),
 }
 
@@ -309,6 +338,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (any::<u8>(), any::<u16>()).prop_map(|(c, v)| Op::Controller(c, v)),
         3 => (color(), any::<u16>(), any::<bool>()).prop_map(|(c, v, r)| Op::Deliver(c, v, r)),
         1 => (color(), any::<u16>()).prop_map(|(c, v)| Op::Replay(c, v)),
+        1 => (color(), any::<u16>()).prop_map(|(c, v)| Op::Restart(c, v)),
         6 => color().prop_map(Op::Decide),
     ]
 }
@@ -335,6 +365,7 @@ proptest! {
                 Op::Controller(choice, value) => sim.controller(choice, value)?,
                 Op::Deliver(color, value, refresh) => sim.deliver(color, value, refresh)?,
                 Op::Replay(color, value) => sim.replay(color, value)?,
+                Op::Restart(color, value) => sim.restart(color, value),
                 Op::Decide(color) => {
                     sim.decide(color)?;
                 }

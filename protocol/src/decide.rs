@@ -18,62 +18,88 @@ pub enum Decision {
     Hold = 2,
 }
 
-/// A gate's whole rule for one state and one color: records with event time `<= w` get
-/// `at_or_below`, the others `above`. Gates precompute it once per state update so that each
-/// record costs one comparison.
+/// A gate's whole rule for one state and one color: records at or below the floor F are late
+/// and dropped; of the others, records with event time `<= w` get `at_or_below`, the rest
+/// `above`. Gates precompute it once per state update so that each record costs two comparisons
+/// and no branch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Rule {
-    /// The split point (W, or `i64::MAX` for a rule that treats every record alike).
-    pub w: i64,
-    /// Decision for event times `<= w`.
-    pub at_or_below: Decision,
-    /// Decision for event times `> w`.
-    pub above: Decision,
+    /// F; meaningful only when `has_floor` (so that no floor and F = `i64::MIN` differ).
+    floor: i64,
+    has_floor: bool,
+    /// The split point (W, or `i64::MAX` for a rule that treats every record above F alike).
+    w: i64,
+    /// Decisions for late records, for `F < t <= w` and for `t > w`, indexed by
+    /// `!late as usize + (t > w) as usize` (F < w whenever both exist).
+    decisions: [Decision; 3],
 }
 
 impl Rule {
-    /// A rule that gives every record the same decision.
+    /// A rule that gives every record the same decision (no floor).
     pub const fn uniform(decision: Decision) -> Self {
-        Self {
-            w: i64::MAX,
-            at_or_below: decision,
-            above: decision,
-        }
+        Self::split(None, i64::MAX, decision, decision)
     }
 
     /// The rule of a gate that has no valid state (yet): hold everything.
     pub const HOLD: Self = Self::uniform(Decision::Hold);
 
-    /// The decision for one record.
-    #[inline]
-    pub const fn decide(&self, event_time_ms: i64) -> Decision {
-        if event_time_ms <= self.w {
-            self.at_or_below
-        } else {
-            self.above
+    /// Records `<= floor` dropped as late; of the rest, `<= w` get `at_or_below`, `> w` get
+    /// `above`. Needs `floor < w` (guaranteed by [`CoordinationState::validate`]).
+    const fn split(floor: Option<i64>, w: i64, at_or_below: Decision, above: Decision) -> Self {
+        let (floor, has_floor) = match floor {
+            Some(f) => (f, true),
+            None => (i64::MIN, false),
+        };
+        Self {
+            floor,
+            has_floor,
+            w,
+            decisions: [Decision::Drop, at_or_below, above],
         }
     }
 
-    /// The rule of color `color` under `state`. Combinations that [`CoordinationState::validate`]
-    /// rejects give [`Rule::HOLD`].
+    /// The floor F: records with event time `<= F` are late.
+    pub const fn floor(&self) -> Option<i64> {
+        if self.has_floor {
+            Some(self.floor)
+        } else {
+            None
+        }
+    }
+
+    /// Whether a record is late: at or below the floor (never without one, even at `i64::MIN`).
+    /// Late records are dropped by both colors and counted apart.
+    #[inline]
+    pub const fn is_late(&self, event_time_ms: i64) -> bool {
+        self.has_floor && event_time_ms <= self.floor
+    }
+
+    /// The decision for one record.
+    #[inline]
+    pub const fn decide(&self, event_time_ms: i64) -> Decision {
+        let index = (!self.is_late(event_time_ms)) as usize + (event_time_ms > self.w) as usize;
+        self.decisions[index]
+    }
+
+    /// The rule of color `color` under `state`, floor included. States that
+    /// [`CoordinationState::validate`] rejects give [`Rule::HOLD`].
     pub fn for_state(state: &CoordinationState, color: Color) -> Self {
         use Decision::{Drop, Hold, Pass};
+        if state.validate_floor().is_err() {
+            return Self::HOLD;
+        }
         let incoming = color == state.active;
-        let split = |w, at_or_below, above| Self {
-            w,
-            at_or_below,
-            above,
-        };
+        let floor = state.floor;
+        let split = |w, at_or_below, above| Self::split(floor, w, at_or_below, above);
+        let uniform = |decision| Self::split(floor, i64::MAX, decision, decision);
         match (state.stage, state.toggle) {
             (Stage::Initializing | Stage::Running, Toggle::NotSet) => {
-                Self::uniform(if incoming { Pass } else { Drop })
+                uniform(if incoming { Pass } else { Drop })
             }
-            (Stage::Transitioning, Toggle::NotSet) => {
-                Self::uniform(if incoming { Hold } else { Pass })
-            }
+            (Stage::Transitioning, Toggle::NotSet) => uniform(if incoming { Hold } else { Pass }),
             (Stage::Transitioning, Toggle::Proposed(w)) => {
                 if incoming {
-                    Self::uniform(Hold)
+                    uniform(Hold)
                 } else {
                     split(w, Pass, Hold)
                 }
@@ -86,7 +112,7 @@ impl Rule {
                 }
             }
             (Stage::Failing, Toggle::NotSet | Toggle::Proposed(_)) => {
-                Self::uniform(if incoming { Drop } else { Pass })
+                uniform(if incoming { Drop } else { Pass })
             }
             (Stage::Initializing | Stage::Running, Toggle::Proposed(_) | Toggle::Set(_))
             | (Stage::ClearToTeardown, Toggle::NotSet | Toggle::Proposed(_))

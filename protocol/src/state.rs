@@ -175,14 +175,18 @@ impl CoordinationState {
         .collect()
     }
 
-    /// Checks that `stage` and the toggle agree: INITIALIZING and RUNNING have no W,
-    /// CLEAR_TO_TEARDOWN needs W set, FAILING happens only before W is set.
+    /// Checks that `stage` and the toggle agree (INITIALIZING and RUNNING have no W,
+    /// CLEAR_TO_TEARDOWN needs W set, FAILING happens only before W is set; errors name
+    /// `watermark-stage`), then that the floor fits (none in INITIALIZING, below W whenever W is
+    /// proposed or set; errors name `floor`).
     pub fn validate(&self) -> Result<(), ProtocolError> {
         let reason = match (self.stage, self.toggle) {
             (Stage::Initializing | Stage::Running, Toggle::NotSet)
             | (Stage::Transitioning, _)
             | (Stage::ClearToTeardown, Toggle::Set(_))
-            | (Stage::Failing, Toggle::NotSet | Toggle::Proposed(_)) => return Ok(()),
+            | (Stage::Failing, Toggle::NotSet | Toggle::Proposed(_)) => {
+                return self.validate_floor();
+            }
             (Stage::Initializing | Stage::Running, _) => {
                 "INITIALIZING and RUNNING require WATERMARK_NOT_SET and an empty watermark-toggle-value"
             }
@@ -198,6 +202,25 @@ impl CoordinationState {
         })
     }
 
+    /// The floor part of [`validate`](Self::validate).
+    pub(crate) fn validate_floor(&self) -> Result<(), ProtocolError> {
+        let Some(floor) = self.floor else {
+            return Ok(());
+        };
+        let reason = if self.stage == Stage::Initializing {
+            "INITIALIZING has no floor (no handover has completed yet): leave `floor` empty"
+        } else if self.toggle.value().is_some_and(|w| floor >= w) {
+            "the floor must be below W (watermark-toggle-value): propose W >= floor + 1"
+        } else {
+            return Ok(());
+        };
+        Err(ProtocolError::Inconsistent {
+            key: keys::FLOOR,
+            value: floor.to_string(),
+            reason,
+        })
+    }
+
     /// The color that emits records above W during a handover (`active`), if one is in progress.
     pub const fn incoming(&self) -> Option<Color> {
         match self.stage {
@@ -208,7 +231,8 @@ impl CoordinationState {
 }
 
 impl fmt::Display for CoordinationState {
-    /// Short form for logs and errors, e.g. `epoch 3 TRANSITIONING active=GREEN WATERMARK_SET(W=1000)`.
+    /// Short form for logs and errors, e.g. `epoch 3 TRANSITIONING active=GREEN
+    /// WATERMARK_SET(W=1000) floor=900` (the floor only when there is one).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -218,8 +242,11 @@ impl fmt::Display for CoordinationState {
             self.active,
             self.toggle.stage()
         )?;
-        match self.toggle.value() {
-            Some(w) => write!(f, "(W={w})"),
+        if let Some(w) = self.toggle.value() {
+            write!(f, "(W={w})")?;
+        }
+        match self.floor {
+            Some(floor) => write!(f, " floor={floor}"),
             None => Ok(()),
         }
     }

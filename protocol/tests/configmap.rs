@@ -115,3 +115,40 @@ fn every_missing_required_key_is_named() {
         assert!(err.to_string().contains("is missing"), "{err}");
     }
 }
+
+#[test]
+fn floor_must_be_an_event_time_or_empty() {
+    assert_names(keys::FLOOR, "soon", "event time in epoch milliseconds");
+    assert_names(keys::FLOOR, "+5", "\"+5\"");
+    assert_names(keys::FLOOR, "9223372036854775808", "within i64");
+    assert_eq!(edited(keys::FLOOR, "").map(|s| s.floor), Ok(None));
+    assert_eq!(edited(keys::FLOOR, "-7").map(|s| s.floor), Ok(Some(-7)));
+}
+
+#[test]
+fn floor_must_be_below_w() {
+    // The edited state has W = 1000.
+    assert_eq!(edited(keys::FLOOR, "999").map(|s| s.floor), Ok(Some(999)));
+    assert_names(keys::FLOOR, "1000", "below W");
+    assert_names(keys::FLOOR, "9223372036854775807", "below W");
+    let mut proposed = state(Stage::Transitioning, Toggle::Proposed(5), Color::Blue);
+    proposed.floor = Some(5);
+    assert_eq!(proposed.validate().map_err(|e| e.key()), Err(keys::FLOOR));
+    proposed.floor = Some(4);
+    assert_eq!(proposed.validate(), Ok(()));
+}
+
+#[test]
+fn initializing_has_no_floor() {
+    let mut first = state(Stage::Initializing, Toggle::NotSet, Color::Blue);
+    first.floor = Some(0);
+    let err = CoordinationState::from_data(&first.to_data()).expect_err("floor in INITIALIZING");
+    assert_eq!(err.key(), keys::FLOOR, "{err}");
+    assert!(err.to_string().contains("INITIALIZING"), "{err}");
+    let mut running = state(Stage::Running, Toggle::NotSet, Color::Blue);
+    running.floor = Some(i64::MAX);
+    assert_eq!(
+        CoordinationState::from_data(&running.to_data()),
+        Ok(running)
+    );
+}

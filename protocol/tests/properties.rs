@@ -22,6 +22,15 @@ fn any_toggle() -> impl Strategy<Value = Toggle> {
     ]
 }
 
+/// A floor: none, anywhere, or just below a W near it.
+fn any_floor() -> impl Strategy<Value = Option<i64>> {
+    prop_oneof![
+        Just(None),
+        any::<i64>().prop_map(Some),
+        prop::sample::select(vec![i64::MIN, i64::MIN + 1, i64::MAX]).prop_map(Some),
+    ]
+}
+
 /// Any state that validates.
 fn valid_state() -> impl Strategy<Value = CoordinationState> {
     (
@@ -30,10 +39,11 @@ fn valid_state() -> impl Strategy<Value = CoordinationState> {
         prop::sample::select(Stage::ALL),
         any_toggle(),
         any::<u64>(),
+        any_floor(),
     )
         .prop_map(
-            |(active, deletion_delay_ms, stage, toggle, epoch)| CoordinationState {
-                floor: None,
+            |(active, deletion_delay_ms, stage, toggle, epoch, floor)| CoordinationState {
+                floor,
                 active,
                 deletion_delay_ms,
                 stage,
@@ -44,17 +54,18 @@ fn valid_state() -> impl Strategy<Value = CoordinationState> {
         .prop_filter("valid", |s| s.validate().is_ok())
 }
 
-/// Any INITIALIZING or RUNNING state.
+/// Any INITIALIZING or RUNNING state (RUNNING possibly with a floor).
 fn steady_state() -> impl Strategy<Value = CoordinationState> {
     (
         any_color(),
         any::<u64>(),
         prop::sample::select(vec![Stage::Initializing, Stage::Running]),
         any::<u64>(),
+        any_floor(),
     )
         .prop_map(
-            |(active, deletion_delay_ms, stage, epoch)| CoordinationState {
-                floor: None,
+            |(active, deletion_delay_ms, stage, epoch, floor)| CoordinationState {
+                floor: if stage == Stage::Running { floor } else { None },
                 active,
                 deletion_delay_ms,
                 stage,
@@ -73,25 +84,30 @@ fn event_time_near(w: i64) -> impl Strategy<Value = i64> {
     ]
 }
 
-/// Any state with W set (TRANSITIONING or CLEAR_TO_TEARDOWN) and an event time near W.
+/// Any state with W set (TRANSITIONING or CLEAR_TO_TEARDOWN), possibly a floor below W, and
+/// an event time near W or the floor.
 fn with_w_set() -> impl Strategy<Value = (CoordinationState, i64)> {
     (
         any_color(),
         any::<u64>(),
         prop::sample::select(vec![Stage::Transitioning, Stage::ClearToTeardown]),
-        any::<i64>(),
+        any::<i64>().prop_filter("a floor fits below W", |w| *w != i64::MIN),
         any::<u64>(),
+        prop_oneof![Just(None), (1u64..=u64::MAX).prop_map(Some)],
     )
-        .prop_flat_map(|(active, deletion_delay_ms, stage, w, epoch)| {
+        .prop_flat_map(|(active, deletion_delay_ms, stage, w, epoch, gap)| {
+            // F = W - gap, kept within i64.
+            let floor = gap.map(|g| w.saturating_sub_unsigned(g));
+            let near = prop_oneof![event_time_near(w), event_time_near(floor.unwrap_or(w))];
             let s = CoordinationState {
-                floor: None,
+                floor,
                 active,
                 deletion_delay_ms,
                 stage,
                 toggle: Toggle::Set(w),
                 epoch,
             };
-            (Just(s), event_time_near(w))
+            (Just(s), near)
         })
 }
 
@@ -134,12 +150,16 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// With W set, exactly one color passes each record and the other drops it: no duplicate and
-    /// no loss at the rule level.
+    /// With W set, exactly one color passes each record above the floor and the other drops it:
+    /// no duplicate and no loss at the rule level. Both drop a record at or below the floor.
     #[test]
     fn colors_partition_event_time_once_w_is_set((s, t) in with_w_set()) {
         let blue = decide(Some(&s), Color::Blue, t);
         let green = decide(Some(&s), Color::Green, t);
+        if s.floor.is_some_and(|f| t <= f) {
+            prop_assert_eq!([blue, green], [Decision::Drop, Decision::Drop], "{} at t={}", s, t);
+            return Ok(());
+        }
         let mut pair = [blue, green];
         pair.sort_by_key(|d| *d as u8);
         prop_assert_eq!(pair, [Decision::Pass, Decision::Drop], "{} at t={}", s, t);
@@ -147,10 +167,12 @@ proptest! {
         prop_assert_eq!(decide(Some(&s), owner, t), Decision::Pass);
     }
 
-    /// In steady state exactly the active color passes.
+    /// In steady state exactly the active color passes, above the floor.
     #[test]
     fn in_steady_state_only_the_active_color_passes(s in steady_state(), t in any::<i64>()) {
-        prop_assert_eq!(decide(Some(&s), s.active, t), Decision::Pass);
+        let late = s.floor.is_some_and(|f| t <= f);
+        let active = if late { Decision::Drop } else { Decision::Pass };
+        prop_assert_eq!(decide(Some(&s), s.active, t), active);
         prop_assert_eq!(decide(Some(&s), s.active.other(), t), Decision::Drop);
     }
 

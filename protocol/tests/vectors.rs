@@ -21,49 +21,94 @@ use Stage::{ClearToTeardown, Failing, Initializing, Running, Transitioning};
 use WatermarkStage::{NotSet, Set, WaitingForWatermark as Waiting};
 
 /// The decision table of docs/protocol.md: (stage, watermark stage, is the gate's color the
-/// `active-deployment-type`?) → (decision for event time <= W, decision for event time > W).
-/// Without W both columns hold the decision for every record. Rows marked invalid are states
-/// that do not parse: a gate without a previous state holds.
-const TABLE: [(Stage, WatermarkStage, bool, Decision, Decision); 30] = [
-    (Initializing, NotSet, true, P, P),
-    (Initializing, NotSet, false, D, D),
-    (Initializing, Waiting, true, H, H),  // invalid
-    (Initializing, Waiting, false, H, H), // invalid
-    (Initializing, Set, true, H, H),      // invalid
-    (Initializing, Set, false, H, H),     // invalid
-    (Running, NotSet, true, P, P),
-    (Running, NotSet, false, D, D),
-    (Running, Waiting, true, H, H),  // invalid
-    (Running, Waiting, false, H, H), // invalid
-    (Running, Set, true, H, H),      // invalid
-    (Running, Set, false, H, H),     // invalid
-    (Transitioning, NotSet, true, H, H),
-    (Transitioning, NotSet, false, P, P),
-    (Transitioning, Waiting, true, H, H),
-    (Transitioning, Waiting, false, P, H),
-    (Transitioning, Set, true, D, P),
-    (Transitioning, Set, false, P, D),
-    (ClearToTeardown, NotSet, true, H, H),   // invalid
-    (ClearToTeardown, NotSet, false, H, H),  // invalid
-    (ClearToTeardown, Waiting, true, H, H),  // invalid
-    (ClearToTeardown, Waiting, false, H, H), // invalid
-    (ClearToTeardown, Set, true, D, P),
-    (ClearToTeardown, Set, false, P, D),
-    (Failing, NotSet, true, D, D),
-    (Failing, NotSet, false, P, P),
-    (Failing, Waiting, true, D, D),
-    (Failing, Waiting, false, P, P),
-    (Failing, Set, true, H, H),  // invalid
-    (Failing, Set, false, H, H), // invalid
+/// `active-deployment-type`?, is the combination valid?) → (decision for event time <= W,
+/// decision for event time > W). Without W both columns hold the decision for every record.
+/// Invalid rows are states that do not parse: a gate without a previous state holds.
+///
+/// The floor F on top: a valid state with a valid floor (none in INITIALIZING, below W) drops
+/// every `t <= F`; a state with an invalid floor does not parse and holds.
+const TABLE: [(Stage, WatermarkStage, bool, bool, Decision, Decision); 30] = [
+    (Initializing, NotSet, true, true, P, P),
+    (Initializing, NotSet, false, true, D, D),
+    (Initializing, Waiting, true, false, H, H),
+    (Initializing, Waiting, false, false, H, H),
+    (Initializing, Set, true, false, H, H),
+    (Initializing, Set, false, false, H, H),
+    (Running, NotSet, true, true, P, P),
+    (Running, NotSet, false, true, D, D),
+    (Running, Waiting, true, false, H, H),
+    (Running, Waiting, false, false, H, H),
+    (Running, Set, true, false, H, H),
+    (Running, Set, false, false, H, H),
+    (Transitioning, NotSet, true, true, H, H),
+    (Transitioning, NotSet, false, true, P, P),
+    (Transitioning, Waiting, true, true, H, H),
+    (Transitioning, Waiting, false, true, P, H),
+    (Transitioning, Set, true, true, D, P),
+    (Transitioning, Set, false, true, P, D),
+    (ClearToTeardown, NotSet, true, false, H, H),
+    (ClearToTeardown, NotSet, false, false, H, H),
+    (ClearToTeardown, Waiting, true, false, H, H),
+    (ClearToTeardown, Waiting, false, false, H, H),
+    (ClearToTeardown, Set, true, true, D, P),
+    (ClearToTeardown, Set, false, true, P, D),
+    (Failing, NotSet, true, true, D, D),
+    (Failing, NotSet, false, true, P, P),
+    (Failing, Waiting, true, true, D, D),
+    (Failing, Waiting, false, true, P, P),
+    (Failing, Set, true, false, H, H),
+    (Failing, Set, false, false, H, H),
 ];
 
 fn vectors_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("vectors")
 }
 
+/// The floors to try with a row: none, the i64 bounds and the neighbours of W (or of the other
+/// toggle values when there is no W). Invalid ones (F >= W, any F in INITIALIZING) included.
+fn floors_for(w: Option<i64>) -> Vec<Option<i64>> {
+    let mut floors: Vec<Option<i64>> = vec![None, Some(i64::MIN), Some(i64::MAX)];
+    match w {
+        Some(w) => floors.extend(
+            [w.saturating_sub(1), w, w.saturating_add(1)]
+                .into_iter()
+                .map(Some),
+        ),
+        None => floors.extend(TOGGLE_VALUES.iter().copied().map(Some)),
+    }
+    floors.sort_unstable();
+    floors.dedup();
+    floors
+}
+
+/// The expected decision, from the table row and the floor rule (written independently of the
+/// implementation).
+fn expected(
+    (stage, valid, at_or_below, above): (Stage, bool, Decision, Decision),
+    w: Option<i64>,
+    floor: Option<i64>,
+    t: i64,
+) -> Decision {
+    let floor_valid = match (stage, floor, w) {
+        (Initializing, Some(_), _) => false,
+        (_, Some(f), Some(w)) => f < w,
+        (_, None, _) | (_, Some(_), None) => true,
+    };
+    if !valid || !floor_valid {
+        return H;
+    }
+    if floor.is_some_and(|f| t <= f) {
+        return D;
+    }
+    match w {
+        Some(w) if t > w => above,
+        _ => at_or_below,
+    }
+}
+
 fn decision_cases() -> Vec<Value> {
     let mut cases = Vec::new();
-    for &(stage, wstage, is_active, at_or_below, above) in &TABLE {
+    for &(stage, wstage, is_active, valid, at_or_below, above) in &TABLE {
         let ws: Vec<Option<i64>> = if wstage == NotSet {
             vec![None]
         } else {
@@ -72,21 +117,29 @@ fn decision_cases() -> Vec<Value> {
         for active in Color::ALL {
             let color = if is_active { *active } else { active.other() };
             for w in &ws {
-                // to_data writes inconsistent cells as they are; they fail to parse.
-                let data = state(stage, toggle(wstage, w.unwrap_or(0)), *active).to_data();
-                let decisions: Vec<Value> = probes(*w)
-                    .into_iter()
-                    .map(|t| {
-                        let expected = match w {
-                            Some(w) if t > *w => above,
-                            _ => at_or_below,
-                        };
-                        json!({ "event_time": t.to_string(), "decision": expected })
-                    })
-                    .collect();
-                cases.push(
-                    json!({ "configmap": data, "color": color.as_str(), "decisions": decisions }),
-                );
+                for floor in floors_for(*w) {
+                    // to_data writes inconsistent cells as they are; they fail to parse.
+                    let mut s = state(stage, toggle(wstage, w.unwrap_or(0)), *active);
+                    s.floor = floor;
+                    let mut ts = probes(*w);
+                    if let Some(f) = floor {
+                        ts.extend([f.saturating_sub(1), f, f.saturating_add(1)]);
+                        ts.sort_unstable();
+                        ts.dedup();
+                    }
+                    let decisions: Vec<Value> = ts
+                        .into_iter()
+                        .map(|t| {
+                            let d = expected((stage, valid, at_or_below, above), *w, floor, t);
+                            json!({ "event_time": t.to_string(), "decision": d })
+                        })
+                        .collect();
+                    cases.push(json!({
+                        "configmap": s.to_data(),
+                        "color": color.as_str(),
+                        "decisions": decisions,
+                    }));
+                }
             }
         }
     }
@@ -121,7 +174,7 @@ fn configmap_cases() -> Vec<Value> {
     for key in keys::ALL {
         inputs.push((format!("missing {key}"), with(key, None)));
     }
-    let bad: [(&str, &[&str]); 7] = [
+    let bad: [(&str, &[&str]); 8] = [
         (keys::ACTIVE_DEPLOYMENT_TYPE, &["", "blue", "RED", " BLUE"]),
         (
             keys::DEPLOYMENT_DELETION_DELAY_MS,
@@ -135,6 +188,10 @@ fn configmap_cases() -> Vec<Value> {
         (keys::WATERMARK_STAGE, &["", "SET", "watermark_set"]),
         (keys::EPOCH, &["", "-3", "x", "18446744073709551616"]),
         (keys::PROTOCOL_VERSION, &["", "one", "2", "-1"]),
+        (
+            keys::FLOOR,
+            &["-", "1e3", "+5", " 5", "9223372036854775808", "none"],
+        ),
     ];
     for (key, values) in bad {
         for v in values {
@@ -144,6 +201,31 @@ fn configmap_cases() -> Vec<Value> {
     let mut inconsistent = state(Running, toggle(NotSet, 0), Color::Blue).to_data();
     inconsistent.insert(keys::WATERMARK_TOGGLE_VALUE.into(), "5".into());
     inputs.push(("RUNNING with a toggle value".into(), inconsistent));
+    // The floor: empty is none; it must be below W and absent in INITIALIZING (W is 1700000000000).
+    for floor in [
+        "",
+        "-9223372036854775808",
+        "-1",
+        "1699999999999",
+        "1700000000000",
+        "1700000000001",
+        "9223372036854775807",
+    ] {
+        inputs.push((
+            format!("floor = {floor:?} with W set"),
+            with(keys::FLOOR, Some(floor)),
+        ));
+        let mut proposed = with(keys::FLOOR, Some(floor));
+        proposed.insert(keys::WATERMARK_STAGE.into(), Waiting.as_str().into());
+        inputs.push((format!("floor = {floor:?} with W proposed"), proposed));
+    }
+    for stage in [Initializing, Running] {
+        for floor in ["", "0", "9223372036854775807"] {
+            let mut data = state(stage, toggle(NotSet, 0), Color::Blue).to_data();
+            data.insert(keys::FLOOR.into(), floor.into());
+            inputs.push((format!("{stage} with floor = {floor:?}"), data));
+        }
+    }
     let mut extra = valid_data();
     extra.insert("is-first-deployment".into(), "false".into());
     extra.insert("x-future-key".into(), "anything".into());
@@ -174,6 +256,7 @@ fn state_json(s: &CoordinationState) -> Value {
         "watermark_stage": s.toggle.stage().as_str(),
         "toggle": s.toggle.value().map(|w| w.to_string()),
         "epoch": s.epoch.to_string(),
+        "floor": s.floor.map(|f| f.to_string()),
     })
 }
 
@@ -557,4 +640,109 @@ fn implementation_follows_every_gate_report_vector() {
         "only {} gate report vectors",
         cases.len()
     );
+}
+
+/// The floor parse cases of configmaps.json, expected by hand: the floor parsed, or the error's
+/// kind and key.
+#[test]
+fn floor_configmap_vectors_follow_the_spec() {
+    let floor = |v: Option<&str>| json!({ "floor": v });
+    let refused = |kind: &str, key: &str| json!({ "error": { "kind": kind, "key": key } });
+    let table: [(&str, Value); 16] = [
+        ("floor = \"\" with W set", floor(None)),
+        (
+            "floor = \"-9223372036854775808\" with W set",
+            floor(Some("-9223372036854775808")),
+        ),
+        (
+            "floor = \"1699999999999\" with W set",
+            floor(Some("1699999999999")),
+        ),
+        (
+            "floor = \"1700000000000\" with W set",
+            refused("Inconsistent", "floor"),
+        ),
+        (
+            "floor = \"1700000000001\" with W proposed",
+            refused("Inconsistent", "floor"),
+        ),
+        (
+            "floor = \"9223372036854775807\" with W set",
+            refused("Inconsistent", "floor"),
+        ),
+        (
+            "floor = \"1699999999999\" with W proposed",
+            floor(Some("1699999999999")),
+        ),
+        ("INITIALIZING with floor = \"\"", floor(None)),
+        (
+            "INITIALIZING with floor = \"0\"",
+            refused("Inconsistent", "floor"),
+        ),
+        (
+            "RUNNING with floor = \"9223372036854775807\"",
+            floor(Some("9223372036854775807")),
+        ),
+        ("floor = \"1e3\"", refused("InvalidValue", "floor")),
+        ("floor = \"+5\"", refused("InvalidValue", "floor")),
+        ("floor = \" 5\"", refused("InvalidValue", "floor")),
+        ("floor = \"-\"", refused("InvalidValue", "floor")),
+        (
+            "floor = \"9223372036854775808\"",
+            refused("InvalidValue", "floor"),
+        ),
+        ("missing floor", floor(None)),
+    ];
+    let cases = configmap_cases();
+    for (name, want) in table {
+        let case = cases
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no configmap vector {name:?}"));
+        let got = match case["expect"].get("state") {
+            Some(state) => json!({ "floor": state["floor"] }),
+            None => case["expect"].clone(),
+        };
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+#[test]
+fn floor_vectors_probe_both_sides_of_the_floor() {
+    let cases = decision_cases();
+    // RUNNING, active color, floor F = 1700000000000: F-1 and F dropped (late), F+1 passed.
+    let f = 1_700_000_000_000_i64;
+    let f_text = f.to_string();
+    let case = cases
+        .iter()
+        .find(|c| {
+            c["configmap"][keys::STAGE] == "RUNNING"
+                && c["configmap"][keys::FLOOR] == f_text.as_str()
+                && c["configmap"][keys::ACTIVE_DEPLOYMENT_TYPE] == c["color"]
+        })
+        .expect("RUNNING vector with a floor");
+    let at = |t: i64| {
+        let t = t.to_string();
+        case["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["event_time"] == t.as_str())
+            .map(|d| d["decision"].clone())
+    };
+    assert_eq!(at(f - 1), Some(json!("DROP")));
+    assert_eq!(at(f), Some(json!("DROP")));
+    assert_eq!(at(f + 1), Some(json!("PASS")));
+    assert_eq!(at(i64::MIN), Some(json!("DROP")));
+    // Without a floor a record at i64::MIN is not late.
+    let no_floor = cases
+        .iter()
+        .find(|c| {
+            c["configmap"][keys::STAGE] == "RUNNING"
+                && c["configmap"][keys::FLOOR] == ""
+                && c["configmap"][keys::ACTIVE_DEPLOYMENT_TYPE] == c["color"]
+        })
+        .expect("RUNNING vector without a floor");
+    assert_eq!(no_floor["decisions"][0]["event_time"], i64::MIN.to_string());
+    assert_eq!(no_floor["decisions"][0]["decision"], "PASS");
 }
