@@ -1,6 +1,7 @@
 //! One read of a FlinkBlueGreenDeployment with its children and coordination ConfigMap.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
 
 use bluegreen_controller::child::{LABEL_DEPLOYMENT, child_name};
 use bluegreen_controller::context::flink_deployment_resource;
@@ -131,16 +132,16 @@ pub fn resource() -> ApiResource {
 }
 
 /// Status field names the controller crate's CRD schema declares.
-fn known_status_fields() -> BTreeSet<String> {
-    let crd = FlinkBlueGreenDeployment::crd();
-    crd.spec
+static KNOWN_STATUS_FIELDS: LazyLock<BTreeSet<String>> = LazyLock::new(|| {
+    FlinkBlueGreenDeployment::crd()
+        .spec
         .versions
         .iter()
         .filter_map(|v| v.schema.as_ref()?.open_api_v3_schema.as_ref())
         .filter_map(|s| s.properties.as_ref()?.get("status")?.properties.as_ref())
         .flat_map(|p| p.keys().cloned())
         .collect()
-}
+});
 
 impl Deployment {
     /// Reads the typed view out of a fetched object.
@@ -152,11 +153,10 @@ impl Deployment {
         } else {
             serde_json::from_value(status_raw.clone()).map_err(|e| e.to_string())
         };
-        let known = known_status_fields();
         let unknown_status = match status_raw {
             Value::Object(map) => map
                 .into_iter()
-                .filter(|(k, _)| !known.contains(k))
+                .filter(|(k, _)| !KNOWN_STATUS_FIELDS.contains(k))
                 .collect(),
             _ => BTreeMap::new(),
         };
@@ -193,24 +193,30 @@ pub async fn snapshot(client: &Client, namespace: &str, name: &str) -> Result<Sn
     let listed = fds
         .list(&ListParams::default().labels(&format!("{LABEL_DEPLOYMENT}={name}")))
         .await;
-    // Without the FlinkDeployment CRD (or permission to list it) the children show as missing.
-    let found: Vec<DynamicObject> = listed.map(|l| l.items).unwrap_or_default();
+    // Without the FlinkDeployment CRD (or permission to list it) both children say why.
+    let found = listed
+        .map(|l| l.items)
+        .map_err(|e| format!("cannot list flinkdeployments: {e}"));
     let children = Color::ALL
         .iter()
         .map(|&color| {
             let child = child_name(name, color);
-            let obj = found
-                .iter()
-                .find(|o| o.meta().name.as_deref() == Some(child.as_str()));
+            let obj = found.as_ref().ok().and_then(|items| {
+                items
+                    .iter()
+                    .find(|o| o.meta().name.as_deref() == Some(child.as_str()))
+            });
+            let doc = match (&found, obj) {
+                (Err(e), _) => Some(Err(e.clone())),
+                (Ok(_), None) => None,
+                (Ok(_), Some(o)) => Some(
+                    serde_json::from_value::<ChildDoc>(o.data.clone()).map_err(|e| e.to_string()),
+                ),
+            };
             Child {
                 color,
                 name: child,
-                doc: obj.map(|o| {
-                    serde_json::from_value::<ChildDoc>(Value::Object(
-                        o.data.as_object().cloned().unwrap_or_default(),
-                    ))
-                    .map_err(|e| e.to_string())
-                }),
+                doc,
                 raw: obj.and_then(|o| serde_json::to_value(o).ok()),
             }
         })
