@@ -55,6 +55,12 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
                 }
                 current = write_status(&api, &current, status).await?;
             }
+            Action::StopJob { color, trigger_id } => {
+                let (rest, job_id) = child_rest(ctx, &children, fbgd, *color).await?;
+                let target = fbgd.spec.coordination.savepoint.target_directory.as_deref();
+                rest.stop_with_savepoint(&job_id, target, trigger_id)
+                    .await?;
+            }
             Action::ClearManualAction => {
                 let patch = json!({"metadata": {"annotations": {ACTION_ANNOTATION: null}}});
                 api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -107,13 +113,13 @@ fn child_body(
     ))
 }
 
-/// Triggers a savepoint of the child of `color` through its REST API; returns the trigger id.
-async fn trigger_savepoint(
+/// The REST client of the child of `color` and its job id.
+async fn child_rest(
     ctx: &Context,
     children: &Api<DynamicObject>,
     fbgd: &FlinkBlueGreenDeployment,
     color: Color,
-) -> Result<String> {
+) -> Result<(FlinkRest, String)> {
     let namespace = fbgd
         .namespace()
         .ok_or(Error::MissingMetadata("namespace"))?;
@@ -129,6 +135,17 @@ async fn trigger_savepoint(
             message: "the job has no jobId yet".into(),
         })?;
     let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, &namespace, &child);
+    Ok((rest, job_id))
+}
+
+/// Triggers a savepoint of the child of `color` through its REST API; returns the trigger id.
+async fn trigger_savepoint(
+    ctx: &Context,
+    children: &Api<DynamicObject>,
+    fbgd: &FlinkBlueGreenDeployment,
+    color: Color,
+) -> Result<String> {
+    let (rest, job_id) = child_rest(ctx, children, fbgd, color).await?;
     let target = fbgd.spec.coordination.savepoint.target_directory.as_deref();
     rest.trigger_savepoint(&job_id, target).await
 }

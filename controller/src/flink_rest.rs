@@ -166,25 +166,50 @@ impl FlinkRest {
             .send()
             .await
             .map_err(|e| rest_error(&url, &e))?;
-        let value = decode(&url, response).await?;
-        value["request-id"]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| Error::FlinkRest {
-                url,
-                message: format!("no request-id in {value}"),
-            })
+        request_id(&url, &decode(&url, response).await?)
     }
 
-    async fn savepoint_status(&self, job_id: &str, trigger: &str) -> Result<SavepointObs> {
+    /// Stops `job_id` with a savepoint and without drain (`POST /jobs/:jid/stop`), which
+    /// commits the job's transactional output. `trigger_id` makes a resent request a no-op.
+    pub async fn stop_with_savepoint(
+        &self,
+        job_id: &str,
+        target_directory: Option<&str>,
+        trigger_id: &str,
+    ) -> Result<()> {
+        let url = format!("{}/jobs/{job_id}/stop", self.base);
+        let body = StopRequest {
+            drain: false,
+            target_directory,
+            trigger_id,
+        };
+        let response = self
+            .http
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| rest_error(&url, &e))?;
+        let answered = request_id(&url, &decode(&url, response).await?)?;
+        if answered != trigger_id {
+            return Err(Error::FlinkRest {
+                url,
+                message: format!(
+                    "asked to stop under trigger {trigger_id}, Flink answered {answered}"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The status of savepoint (or stop) `trigger` of `job_id`, or `Unknown` when the job
+    /// does not know it.
+    pub async fn savepoint_status(&self, job_id: &str, trigger: &str) -> Result<SavepointObs> {
         let (url, response) = self
             .send_get(&format!("/jobs/{job_id}/savepoints/{trigger}"))
             .await?;
         if response.status() == reqwest::StatusCode::NOT_FOUND {
-            // Unknown trigger (the job restarted or the JobManager failed over): retake it.
-            return Ok(SavepointObs::Failed(format!(
-                "savepoint trigger {trigger} is unknown to the job"
-            )));
+            return Ok(SavepointObs::Unknown);
         }
         let value = decode(&url, response).await?;
         Ok(match value["status"]["id"].as_str() {
@@ -204,6 +229,33 @@ impl FlinkRest {
             _ => SavepointObs::InProgress,
         })
     }
+}
+
+/// The body of `POST /jobs/:jid/stop` (Flink's `StopWithSavepointRequestBody`).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StopRequest<'a> {
+    drain: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_directory: Option<&'a str>,
+    trigger_id: &'a str,
+}
+
+/// The answer to a savepoint or stop request.
+#[derive(serde::Deserialize)]
+struct TriggerResponse {
+    #[serde(rename = "request-id")]
+    request_id: String,
+}
+
+/// The trigger id of a savepoint or stop answer.
+fn request_id(url: &str, value: &Value) -> Result<String> {
+    serde_json::from_value::<TriggerResponse>(value.clone())
+        .map(|r| r.request_id)
+        .map_err(|e| Error::FlinkRest {
+            url: url.to_owned(),
+            message: format!("no request-id in {value}: {e}"),
+        })
 }
 
 /// Flink reports metric values as JSON numbers and watermarks as strings.

@@ -10,8 +10,8 @@ use crate::child::{ANNOTATION_TEMPLATE_HASH, child_name, template_hash};
 use crate::context::{ACTION_ANNOTATION, Context, flink_deployment_resource};
 use crate::error::{Error, Result};
 use crate::flink_rest::FlinkRest;
-use crate::observed::{ChildObs, ConfigMapObs, ManualAction, Observed};
-use crate::resource::FlinkBlueGreenDeployment;
+use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, ManualAction, Observed};
+use crate::resource::{FlinkBlueGreenDeployment, Phase};
 use crate::settings::validate;
 
 /// Observes one resource. REST failures are not errors: that child's `flink` is `None` and the
@@ -34,10 +34,15 @@ pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<O
             Err(e) => ConfigMapObs::Invalid(e.to_string()),
         },
     };
-    let trigger = status
-        .transition
-        .as_ref()
-        .and_then(|t| t.from.zip(t.savepoint_trigger_id.clone()));
+    // The outgoing job's savepoint while snapshotting, its stop-with-savepoint at teardown.
+    let trigger = status.transition.as_ref().and_then(|t| {
+        let id = if t.phase == Phase::TearingDown {
+            t.stop.trigger_id.clone()
+        } else {
+            t.savepoint_trigger_id.clone()
+        };
+        t.from.zip(id)
+    });
     let mut children = [None, None];
     for (slot, color) in children.iter_mut().zip([Color::Blue, Color::Green]) {
         let savepoint = trigger
@@ -90,12 +95,26 @@ async fn observe_child(
         spec_job_state: text(&child.data["spec"]["job"]["state"]),
         flink: None,
     };
-    if let (true, Some(job_id)) = (obs.running(), obs.job_id.clone()) {
-        let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, namespace, name);
-        match rest.observe(&job_id, savepoint).await {
-            Ok(flink) => obs.flink = Some(flink),
-            Err(e) => tracing::warn!(child = name, error = %e, "Flink REST API not reachable"),
-        }
+    let Some(job_id) = obs.job_id.clone() else {
+        return Ok(Some(obs));
+    };
+    let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, namespace, name);
+    let flink = if obs.running() {
+        rest.observe(&job_id, savepoint).await
+    } else if let Some(trigger) = savepoint {
+        // A stopped job still answers for its stop-with-savepoint.
+        rest.savepoint_status(&job_id, trigger)
+            .await
+            .map(|s| FlinkObs {
+                savepoint: Some(s),
+                ..FlinkObs::default()
+            })
+    } else {
+        return Ok(Some(obs));
+    };
+    match flink {
+        Ok(flink) => obs.flink = Some(flink),
+        Err(e) => tracing::warn!(child = name, error = %e, "Flink REST API not reachable"),
     }
     Ok(Some(obs))
 }

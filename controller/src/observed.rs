@@ -16,6 +16,9 @@ pub enum ManualAction {
     Abort,
     /// Delete the outgoing job now instead of after the deletion delay.
     Teardown,
+    /// Clear the floor (no handover in progress): a new epoch in which records at or below the
+    /// last W are emitted again, for a deliberate reprocessing.
+    ClearFloor,
 }
 
 impl ManualAction {
@@ -25,6 +28,7 @@ impl ManualAction {
             "promote" => Some(Self::Promote),
             "abort" => Some(Self::Abort),
             "teardown" => Some(Self::Teardown),
+            "clear-floor" => Some(Self::ClearFloor),
             _ => None,
         }
     }
@@ -68,6 +72,17 @@ impl ChildObs {
         !self.deleting && self.job_state.as_deref() == Some("RUNNING")
     }
 
+    /// The job has ended or is suspended, so it holds no uncommitted output: deleting its child
+    /// loses nothing.
+    pub fn holds_no_output(&self) -> bool {
+        self.failed()
+            || matches!(
+                self.job_state.as_deref(),
+                Some("FINISHED" | "CANCELED" | "SUSPENDED")
+            )
+            || self.lifecycle.as_deref() == Some("SUSPENDED")
+    }
+
     /// The job failed for good (restart strategy exhausted or deployment error).
     pub fn failed(&self) -> bool {
         self.job_state.as_deref() == Some("FAILED") || self.lifecycle.as_deref() == Some("FAILED")
@@ -98,6 +113,9 @@ pub enum SavepointObs {
     Completed(String),
     /// Failed, for this reason.
     Failed(String),
+    /// The trigger id is unknown to the job: the request never arrived, or the JobManager failed
+    /// over.
+    Unknown,
 }
 
 /// Gate metrics of one job, aggregated over its subtasks.

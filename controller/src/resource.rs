@@ -281,6 +281,11 @@ pub struct FlinkBlueGreenDeploymentStatus {
     /// The coordination epoch, as in the ConfigMap.
     #[serde(default)]
     pub epoch: u64,
+    /// The floor F, as in the ConfigMap: the W of the last completed handover. Both colors drop
+    /// every record `t <= F`, so a record is emitted at most once; cleared only by the
+    /// `bluegreen.dev/action=clear-floor` annotation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<i64>,
     /// `metadata.generation` last acted upon.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -343,6 +348,38 @@ pub struct Transition {
     /// Why the handover is being aborted, once it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_reason: Option<String>,
+    /// The outgoing job's stop-with-savepoint at teardown.
+    #[serde(default, skip_serializing_if = "OutgoingStop::is_empty")]
+    pub stop: OutgoingStop,
+}
+
+/// The outgoing job's stop-with-savepoint (`POST /jobs/:jid/stop`, no drain) at teardown: it
+/// commits the job's transactional output before its FlinkDeployment is deleted.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OutgoingStop {
+    /// The trigger id, chosen by the controller and written here before the request is sent
+    /// (Flink deduplicates requests with the same trigger id, so resending it is safe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_id: Option<String>,
+    /// Failed attempts so far.
+    #[serde(default)]
+    pub attempts: u32,
+    /// When the current attempt started, or the last one failed (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Why the last attempt failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Where the stop-with-savepoint was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub savepoint: Option<String>,
+}
+
+impl OutgoingStop {
+    fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// The phases of a handover, in order. `Aborting` leaves the sequence before `ToggleSet`.
@@ -358,7 +395,7 @@ pub enum Phase {
     ToggleSet,
     /// Promoted; the outgoing job is kept for the deletion delay.
     ClearToTeardown,
-    /// Deleting the outgoing child.
+    /// Stopping the outgoing job with a savepoint, then deleting its child.
     TearingDown,
     /// Aborting before W was set: deleting the incoming child.
     Aborting,

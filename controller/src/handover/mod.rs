@@ -12,7 +12,7 @@ use jiff::Timestamp;
 use crate::conditions::{self, Health};
 use crate::observed::{ChildObs, ConfigMapObs, ManualAction, Observed, SavepointObs};
 use crate::resource::{
-    FlinkBlueGreenDeploymentStatus, Phase, RestoreFrom, Transition, TransitionRecord,
+    FlinkBlueGreenDeploymentStatus, OutgoingStop, Phase, RestoreFrom, Transition, TransitionRecord,
 };
 use crate::settings::{Settings, ToggleRule};
 
@@ -40,6 +40,14 @@ pub enum Action {
     /// Trigger a savepoint of the child of `color` through Flink's REST API and record the
     /// trigger id in the status.
     TriggerSavepoint(Color),
+    /// Stop the job of the child of `color` with a savepoint (`POST /jobs/:jid/stop`, no drain)
+    /// under `trigger_id`, which the status already records. Resending it is idempotent.
+    StopJob {
+        /// The child's color.
+        color: Color,
+        /// The trigger id Flink deduplicates the request by.
+        trigger_id: String,
+    },
     /// Remove the `bluegreen.dev/action` annotation (the operation was handled or refused).
     ClearManualAction,
 }
@@ -75,6 +83,21 @@ const STEADY_REQUEUE: Duration = Duration::from_secs(30);
 /// How often a phase that waits only for watched objects (the child's status) is re-observed as a
 /// safety net; their changes trigger a reconcile anyway.
 const WATCHED_REQUEUE: Duration = Duration::from_secs(5);
+
+/// The trigger id of attempt `attempt` to stop the outgoing job of the handover to
+/// `template_hash` at `epoch`: 32 hex digits (Flink's `TriggerId`), the same on every replan.
+pub fn stop_trigger_id(template_hash: &str, epoch: u64, attempt: u32) -> String {
+    use sha2::{Digest as _, Sha256};
+    let digest = Sha256::digest(format!("bluegreen-stop/{template_hash}/{epoch}/{attempt}"));
+    digest
+        .iter()
+        .take(16)
+        .fold(String::with_capacity(32), |mut hex, b| {
+            use std::fmt::Write as _;
+            write!(hex, "{b:02x}").expect("writing to a String cannot fail");
+            hex
+        })
+}
 
 /// Plans one reconcile of one resource.
 pub fn plan(obs: &Observed) -> Plan {
@@ -118,7 +141,11 @@ pub fn desired_configmap(
         |s| u64::try_from(s.deletion_delay.as_millis()).unwrap_or(u64::MAX),
     );
     let state = |active, stage, toggle, epoch| CoordinationState {
-        floor: None,
+        floor: if stage == Stage::Initializing {
+            None
+        } else {
+            status.floor
+        },
         active,
         deletion_delay_ms: delay,
         stage,
@@ -217,7 +244,9 @@ impl Planner<'_> {
             self.start_first_deployment();
             return;
         };
-        if let Some(action) = self.obs.action {
+        if self.consume_action(ManualAction::ClearFloor) {
+            self.clear_floor();
+        } else if let Some(action) = self.obs.action {
             self.actions.push(Action::ClearManualAction);
             self.note(
                 true,
@@ -255,6 +284,24 @@ impl Planner<'_> {
         }
     }
 
+    /// Step 10: a new epoch, RUNNING without a floor.
+    fn clear_floor(&mut self) {
+        match self.status.floor.take() {
+            Some(floor) => {
+                self.status.epoch += 1;
+                self.note(
+                    false,
+                    "FloorCleared",
+                    format!(
+                        "floor {floor} cleared (epoch {}): records at or below it are emitted again",
+                        self.status.epoch
+                    ),
+                );
+            }
+            None => self.note(false, "FloorCleared", "there is no floor to clear"),
+        }
+    }
+
     fn start_first_deployment(&mut self) {
         let now = self.now().to_string();
         self.status.epoch = 0;
@@ -273,6 +320,7 @@ impl Planner<'_> {
             started_at: now.clone(),
             phase_started_at: now,
             abort_reason: None,
+            stop: OutgoingStop::default(),
         });
         self.note(
             false,
@@ -311,6 +359,7 @@ impl Planner<'_> {
             started_at: now.clone(),
             phase_started_at: now,
             abort_reason: None,
+            stop: OutgoingStop::default(),
         });
         self.note(
             false,
@@ -334,6 +383,13 @@ impl Planner<'_> {
             self.deploying_first();
             return;
         };
+        if self.consume_action(ManualAction::ClearFloor) {
+            self.note(
+                true,
+                "ActionRefused",
+                "clear-floor refused: a handover is in progress; set it again once it has finished",
+            );
+        }
         let spec_changed = self.obs.template_hash != t.template_hash;
         let before_set = matches!(
             t.phase,
@@ -362,7 +418,7 @@ impl Planner<'_> {
             Phase::ConfirmingToggle => self.confirming_toggle(settings, &outgoing),
             Phase::ToggleSet => self.toggle_set(settings, &outgoing, spec_changed),
             Phase::ClearToTeardown => self.clear_to_teardown(settings),
-            Phase::TearingDown => self.tearing_down(from),
+            Phase::TearingDown => self.tearing_down(settings, from),
             Phase::Aborting => self.aborting(),
         }
     }
@@ -491,6 +547,12 @@ impl Planner<'_> {
                     (Some(_), Some(SavepointObs::Failed(reason))) => {
                         self.savepoint_failed(settings, reason);
                     }
+                    (Some(trigger), Some(SavepointObs::Unknown)) => {
+                        self.savepoint_failed(
+                            settings,
+                            format!("savepoint trigger {trigger} is unknown to the job"),
+                        );
+                    }
                     (Some(_), _)
                         if self.since(&t.phase_started_at) > settings.savepoint_timeout =>
                     {
@@ -611,11 +673,12 @@ impl Planner<'_> {
             .and_then(|f| f.watermark)
             .unwrap_or(i64::MIN);
         let progress = gates.max_passed.unwrap_or(i64::MIN).max(watermark);
+        let above_floor = self.status.floor.map_or(i64::MIN, |f| f.saturating_add(1));
         let w = match settings.toggle {
-            ToggleRule::Offset(offset) => progress.saturating_add(offset),
-            ToggleRule::Value(v) if v > progress => v,
+            ToggleRule::Offset(offset) => progress.saturating_add(offset).max(above_floor),
+            ToggleRule::Value(v) if v > progress && v >= above_floor => v,
             ToggleRule::Value(v) => {
-                self.abort("ToggleInPast", &format!("coordination.toggle.value {v} is not after the outgoing job's progress {progress}"), true);
+                self.abort("ToggleInPast", &format!("coordination.toggle.value {v} is not after the outgoing job's progress {progress} and the floor {:?}", self.status.floor), true);
                 return;
             }
         };
@@ -777,7 +840,7 @@ impl Planner<'_> {
         let early = self.consume_action(ManualAction::Teardown);
         if early || self.since(&t.phase_started_at) >= settings.deletion_delay {
             self.set_phase(Phase::TearingDown);
-            self.tearing_down(t.from.expect("handover has an outgoing color"));
+            self.tearing_down(settings, t.from.expect("handover has an outgoing color"));
         } else {
             self.health.progressing(
                 "ClearToTeardown",
@@ -786,12 +849,179 @@ impl Planner<'_> {
         }
     }
 
-    fn tearing_down(&mut self, from: Color) {
-        if self.deleted(from, "TearingDown") {
-            let to = self.transition().to;
+    /// Stops the outgoing job with a savepoint, which commits its output, and deletes its child
+    /// once the job is FINISHED. A job that cannot be stopped is kept: cancelling it would
+    /// discard its uncommitted records `t <= W`.
+    fn tearing_down(&mut self, settings: &Settings, from: Color) {
+        let Some(outgoing) = self.obs.child(from).cloned() else {
+            let t = self.transition().clone();
             self.finish_transition("Promoted", None);
-            self.note(false, "HandoverCompleted", format!("{to} is the only job"));
+            let stopped = t
+                .stop
+                .savepoint
+                .map_or_else(String::new, |p| format!("; its final savepoint is {p}"));
+            self.note(
+                false,
+                "HandoverCompleted",
+                format!("{} is the only job{stopped}", t.to),
+            );
             self.health.ready = true;
+            return;
+        };
+        if outgoing.deleting {
+            self.health
+                .progressing("TearingDown", format!("deleting the {} job", from.suffix()));
+            return;
+        }
+        if outgoing.holds_no_output() {
+            self.actions.push(Action::DeleteChild(from));
+            self.health
+                .progressing("TearingDown", format!("deleting the {} job", from.suffix()));
+            return;
+        }
+        let stop = self.transition().stop.clone();
+        match (
+            &stop.trigger_id,
+            outgoing.flink.as_ref().and_then(|f| f.savepoint.clone()),
+        ) {
+            (None, _) if stop.attempts >= settings.savepoint_attempts => {
+                self.stop_given_up(from, &stop);
+            }
+            (None, _) => self.start_stop(settings, from, &outgoing, &stop),
+            (Some(_), Some(SavepointObs::Completed(path))) => {
+                if stop.savepoint.as_deref() != Some(&path) {
+                    self.note(
+                        false,
+                        "OutgoingStopped",
+                        format!("the outgoing job committed its output and stopped with a savepoint at {path}"),
+                    );
+                    self.transition().stop.savepoint = Some(path);
+                }
+                self.health.progressing(
+                    "TearingDown",
+                    "waiting for the outgoing job to be FINISHED".into(),
+                );
+            }
+            (Some(_), Some(SavepointObs::Failed(reason))) => self.stop_failed(settings, reason),
+            (Some(_), _)
+                if stop
+                    .since
+                    .as_deref()
+                    .is_some_and(|s| self.since(s) > settings.savepoint_timeout) =>
+            {
+                self.stop_failed(
+                    settings,
+                    format!("no result within {:?}", settings.savepoint_timeout),
+                );
+            }
+            (Some(trigger_id), Some(SavepointObs::Unknown)) if outgoing.running() => {
+                // The request may never have arrived (a crash after the status write).
+                self.actions.push(Action::StopJob {
+                    color: from,
+                    trigger_id: trigger_id.clone(),
+                });
+                self.health.progressing(
+                    "TearingDown",
+                    "stopping the outgoing job with a savepoint".into(),
+                );
+            }
+            (Some(_), _) => self.health.progressing(
+                "TearingDown",
+                "the outgoing job's stop-with-savepoint is in progress".into(),
+            ),
+        }
+    }
+
+    /// Every stop attempt failed: the job is kept (never cancelled) until a person acts.
+    fn stop_given_up(&mut self, from: Color, stop: &OutgoingStop) {
+        if self.consume_action(ManualAction::Teardown) {
+            self.transition().stop.attempts = 0;
+            self.note(false, "OutgoingStopRetried", "retrying the stop-with-savepoint of the outgoing job (bluegreen.dev/action=teardown)");
+            self.requeue = ACTIVE_REQUEUE;
+            return;
+        }
+        self.requeue = WATCHED_REQUEUE;
+        self.health.degraded(
+            "OutgoingStopFailed",
+            format!(
+                "the outgoing {from} job could not be stopped with a savepoint ({} attempts, last: {}); it keeps running because cancelling it would discard its uncommitted output (records t <= W). Fix the cause and set bluegreen.dev/action=teardown to retry, or stop the job with a savepoint yourself; deleting its FlinkDeployment also finishes the handover, losing that output",
+                stop.attempts,
+                stop.last_error.as_deref().unwrap_or("unknown"),
+            ),
+        );
+    }
+
+    /// Sends the stop-with-savepoint (after the backoff of a failed attempt), its trigger id
+    /// recorded in the status first.
+    fn start_stop(
+        &mut self,
+        settings: &Settings,
+        from: Color,
+        outgoing: &ChildObs,
+        stop: &OutgoingStop,
+    ) {
+        let backoff =
+            settings.savepoint_backoff * 2u32.saturating_pow(stop.attempts.saturating_sub(1));
+        let waited = stop
+            .since
+            .as_deref()
+            .map_or(Duration::MAX, |s| self.since(s));
+        if stop.attempts > 0 && waited < backoff {
+            self.health.progressing(
+                "TeardownBackoff",
+                format!("retrying the stop-with-savepoint of the outgoing job after {backoff:?}"),
+            );
+        } else if !outgoing.running() {
+            self.health.progressing(
+                "TearingDown",
+                "waiting for the outgoing job to run, to stop it with a savepoint".into(),
+            );
+        } else {
+            let t = self.transition().clone();
+            let trigger_id = stop_trigger_id(&t.template_hash, t.epoch, stop.attempts);
+            let now = self.now().to_string();
+            let s = &mut self.transition().stop;
+            s.trigger_id = Some(trigger_id.clone());
+            s.since = Some(now);
+            self.actions.push(Action::StopJob {
+                color: from,
+                trigger_id,
+            });
+            self.health.progressing(
+                "TearingDown",
+                "stopping the outgoing job with a savepoint".into(),
+            );
+        }
+    }
+
+    fn stop_failed(&mut self, settings: &Settings, reason: String) {
+        let now = self.now().to_string();
+        let s = &mut self.transition().stop;
+        s.attempts += 1;
+        s.trigger_id = None;
+        s.since = Some(now);
+        s.last_error = Some(reason.clone());
+        let attempts = s.attempts;
+        if attempts >= settings.savepoint_attempts {
+            self.note(
+                true,
+                "OutgoingStopFailed",
+                format!("the outgoing job could not be stopped with a savepoint after {attempts} attempts (last: {reason}); it is kept running so that its uncommitted output is not discarded"),
+            );
+            self.health.degraded(
+                "OutgoingStopFailed",
+                format!("stop-with-savepoint of the outgoing job failed {attempts} times, last: {reason}; set bluegreen.dev/action=teardown to retry"),
+            );
+        } else {
+            self.note(
+                true,
+                "OutgoingStopFailed",
+                format!(
+                    "stop-with-savepoint attempt {attempts} of {}: {reason}",
+                    settings.savepoint_attempts
+                ),
+            );
+            self.health.progressing("TeardownBackoff", reason);
         }
     }
 
@@ -847,6 +1077,10 @@ impl Planner<'_> {
         let Some(t) = self.status.transition.take() else {
             return;
         };
+        if outcome == "Promoted" {
+            // Step 6: W stays in force as the floor until the next handover completes.
+            self.status.floor = t.toggle;
+        }
         let now = self.now();
         let started = t.started_at.parse::<Timestamp>().unwrap_or(now);
         let record = TransitionRecord {

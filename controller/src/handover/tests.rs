@@ -5,7 +5,7 @@ use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 use super::{Action, plan};
 use crate::fixtures::{observed, running, settings, with_child};
 use crate::observed::{ConfigMapObs, ManualAction, Observed, SavepointObs};
-use crate::resource::{Phase, RestoreFrom, Transition};
+use crate::resource::{OutgoingStop, Phase, RestoreFrom, Transition};
 
 const MINUTE: i64 = 60_000;
 
@@ -70,6 +70,7 @@ fn handover(phase: Phase, toggle: Option<i64>) -> Observed {
         started_at: "2026-01-01T00:00:00Z".into(),
         phase_started_at: "2026-01-01T00:00:00Z".into(),
         abort_reason: None,
+        stop: OutgoingStop::default(),
     });
     let desired = super::desired_configmap(&obs.status, &obs).expect("desired");
     obs.configmap = ConfigMapObs::Valid(desired);
@@ -629,22 +630,45 @@ fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
             .is_empty()
     );
     let p = plan(&at(obs.clone(), "2026-01-01T00:00:30Z"));
-    assert_eq!(p.actions, vec![Action::DeleteChild(Color::Blue)]);
+    let trigger = super::stop_trigger_id("h2", 1, 0);
+    assert_eq!(
+        p.actions,
+        vec![Action::StopJob {
+            color: Color::Blue,
+            trigger_id: trigger.clone()
+        }]
+    );
     assert_eq!(transition(&p).phase, Phase::TearingDown);
+    assert_eq!(
+        transition(&p).stop.trigger_id.as_deref(),
+        Some(trigger.as_str()),
+        "the trigger is in the status written before the stop is sent"
+    );
+    // Blue stopped (FINISHED): now it is deleted.
+    let mut finished = with_child(
+        obs.clone(),
+        Color::Blue,
+        Some(stopped_blue(Some(SavepointObs::Completed(
+            "file:///sp/final".into(),
+        )))),
+    );
+    finished.status = p.status.clone();
+    let p = plan(&finished);
+    assert_eq!(p.actions, vec![Action::DeleteChild(Color::Blue)]);
     // Blue gone: RUNNING green, history says Promoted.
     let mut gone = with_child(obs, Color::Blue, None);
     gone.status = p.status;
     let p = plan(&gone);
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(delay_cm(cm(
-            Color::Green,
-            Stage::Running,
-            Toggle::NotSet,
-            1
-        )))]
+        vec![Action::WriteConfigMap(CoordinationState {
+            floor: Some(70_000),
+            ..delay_cm(cm(Color::Green, Stage::Running, Toggle::NotSet, 1))
+        })],
+        "step 6: RUNNING with the floor at W"
     );
     assert!(p.status.transition.is_none());
+    assert_eq!(p.status.floor, Some(70_000));
     assert_eq!(p.status.history[0].outcome, "Promoted");
     assert_eq!(p.status.history[0].toggle, Some(70_000));
     assert_eq!(condition(&p, "Ready").0, "True");
@@ -656,7 +680,166 @@ fn manual_teardown_skips_the_deletion_delay() {
     obs.status.active_color = Some(Color::Green);
     obs.action = Some(ManualAction::Teardown);
     let p = plan(&obs);
-    assert!(p.actions.contains(&Action::DeleteChild(Color::Blue)));
+    assert!(p.actions.contains(&Action::StopJob {
+        color: Color::Blue,
+        trigger_id: super::stop_trigger_id("h2", 1, 0)
+    }));
+}
+
+/// Blue after a stop-with-savepoint: FINISHED, its REST API answering for the stop only.
+fn stopped_blue(stop: Option<SavepointObs>) -> crate::observed::ChildObs {
+    let mut blue = running("h1", 1, 2, Some(1_000), 900);
+    blue.job_state = Some("FINISHED".into());
+    blue.flink = Some(crate::observed::FlinkObs {
+        savepoint: stop,
+        ..crate::observed::FlinkObs::default()
+    });
+    blue
+}
+
+/// Tearing down blue → green at W = 70 s, the stop of blue in `stop`, blue running with the
+/// stop's status `polled`.
+fn tearing_down(stop: OutgoingStop, polled: Option<SavepointObs>) -> Observed {
+    let mut obs = with_child(
+        handover(Phase::TearingDown, Some(70_000)),
+        Color::Green,
+        Some(running("h2", 1, 2, None, 80_000)),
+    );
+    obs.status.active_color = Some(Color::Green);
+    obs.status.transition.as_mut().unwrap().stop = stop;
+    if let Some(flink) = obs.blue.as_mut().and_then(|b| b.flink.as_mut()) {
+        flink.savepoint = polled;
+    }
+    obs
+}
+
+fn stop_sent(attempts: u32, since: &str) -> OutgoingStop {
+    OutgoingStop {
+        trigger_id: Some(super::stop_trigger_id("h2", 1, attempts)),
+        attempts,
+        since: Some(since.into()),
+        ..OutgoingStop::default()
+    }
+}
+
+#[test]
+fn teardown_never_deletes_a_running_outgoing_job_before_its_stop_completes() {
+    // In progress: wait; nothing is deleted.
+    let obs = tearing_down(
+        stop_sent(0, "2026-01-01T00:00:00Z"),
+        Some(SavepointObs::InProgress),
+    );
+    let p = plan(&at(obs, "2026-01-01T00:00:05Z"));
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    // Completed but the job still shows RUNNING: the savepoint path is kept, still no delete.
+    let obs = tearing_down(
+        stop_sent(0, "2026-01-01T00:00:00Z"),
+        Some(SavepointObs::Completed("file:///sp/final".into())),
+    );
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(
+        transition(&p).stop.savepoint.as_deref(),
+        Some("file:///sp/final")
+    );
+    assert!(p.notes.iter().any(|n| n.reason == "OutgoingStopped"));
+}
+
+#[test]
+fn a_stop_whose_request_never_arrived_is_resent_under_the_same_trigger() {
+    // A crash after the status write: the job does not know the trigger.
+    let obs = tearing_down(
+        stop_sent(0, "2026-01-01T00:00:00Z"),
+        Some(SavepointObs::Unknown),
+    );
+    let p = plan(&obs);
+    assert_eq!(
+        p.actions,
+        vec![Action::StopJob {
+            color: Color::Blue,
+            trigger_id: super::stop_trigger_id("h2", 1, 0)
+        }]
+    );
+    assert_eq!(transition(&p).stop.attempts, 0);
+}
+
+#[test]
+fn a_failed_stop_is_retried_with_backoff_then_the_job_is_kept_and_degraded() {
+    // Attempt 1 fails: counted, no delete, retried after the 10 s backoff with a new trigger.
+    let obs = tearing_down(
+        stop_sent(0, "2026-01-01T00:00:00Z"),
+        Some(SavepointObs::Failed("CheckpointException: declined".into())),
+    );
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    let stop = &transition(&p).stop;
+    assert_eq!((stop.attempts, stop.trigger_id.as_ref()), (1, None));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.warning && n.reason == "OutgoingStopFailed")
+    );
+    let mut again = obs.clone();
+    again.status = p.status.clone();
+    assert!(
+        plan(&at(again.clone(), "2026-01-01T00:00:09Z"))
+            .actions
+            .is_empty()
+    );
+    let p = plan(&at(again, "2026-01-01T00:00:10Z"));
+    assert_eq!(
+        p.actions,
+        vec![Action::StopJob {
+            color: Color::Blue,
+            trigger_id: super::stop_trigger_id("h2", 1, 1)
+        }]
+    );
+    // The last attempt (3) times out: Degraded, the job is kept, nothing is deleted.
+    let obs = tearing_down(
+        stop_sent(2, "2026-01-01T00:00:00Z"),
+        Some(SavepointObs::InProgress),
+    );
+    let p = plan(&at(obs, "2026-01-01T00:10:01Z"));
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(condition(&p, "Degraded"), ("True", "OutgoingStopFailed"));
+    let mut given_up = tearing_down(OutgoingStop::default(), None);
+    given_up.status = p.status.clone();
+    let p = plan(&at(given_up.clone(), "2026-01-01T01:00:00Z"));
+    assert!(p.actions.is_empty(), "never cancelled: {:?}", p.actions);
+    assert_eq!(condition(&p, "Degraded"), ("True", "OutgoingStopFailed"));
+    let message = &p
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Degraded")
+        .unwrap()
+        .message;
+    assert!(
+        message.contains("bluegreen.dev/action=teardown"),
+        "{message}"
+    );
+    // The teardown annotation retries.
+    let mut retry = given_up.clone();
+    retry.action = Some(ManualAction::Teardown);
+    let p = plan(&retry);
+    assert_eq!(p.actions, vec![Action::ClearManualAction]);
+    assert_eq!(transition(&p).stop.attempts, 0);
+    // A person deletes blue: the handover finishes.
+    let mut deleted = with_child(given_up, Color::Blue, None);
+    deleted.status.transition.as_mut().unwrap().stop.attempts = 3;
+    let p = plan(&deleted);
+    assert!(p.status.transition.is_none());
+    assert_eq!(p.status.history[0].outcome, "Promoted");
+}
+
+#[test]
+fn an_outgoing_job_that_already_ended_is_deleted_without_a_stop() {
+    for state in ["FINISHED", "CANCELED", "FAILED"] {
+        let mut obs = tearing_down(OutgoingStop::default(), None);
+        obs.blue.as_mut().unwrap().job_state = Some(state.into());
+        let p = plan(&obs);
+        assert_eq!(p.actions, vec![Action::DeleteChild(Color::Blue)], "{state}");
+    }
 }
 
 #[test]
@@ -729,5 +912,148 @@ fn replanning_the_same_observation_is_idempotent() {
     assert!(
         p1.actions.is_empty(),
         "green exists with the right hash and the ConfigMap is current"
+    );
+}
+
+/// Green running alone after a handover at W = 70 s: the floor is 70 s (epoch 1).
+fn steady_green_with_floor(hash: &str) -> Observed {
+    let mut obs = observed();
+    obs.template_hash = hash.into();
+    obs.status.active_color = Some(Color::Green);
+    obs.status.deployed_template_hash = Some("h2".into());
+    obs.status.epoch = 1;
+    obs.status.floor = Some(70_000);
+    obs.configmap = ConfigMapObs::Valid(CoordinationState {
+        floor: Some(70_000),
+        ..cm(Color::Green, Stage::Running, Toggle::NotSet, 1)
+    });
+    with_child(
+        obs,
+        Color::Green,
+        Some(running("h2", 1, 0, Some(5_000), 4_000)),
+    )
+}
+
+#[test]
+fn the_floor_is_carried_through_the_next_handover_and_w_is_proposed_above_it() {
+    // Green's progress (5 s) + 1 min is below the floor (70 s): W = F + 1.
+    let mut obs = steady_green_with_floor("h3");
+    obs.green
+        .as_mut()
+        .unwrap()
+        .flink
+        .as_mut()
+        .unwrap()
+        .savepoint = Some(SavepointObs::Completed("file:///sp/2".into()));
+    let p = plan(&obs);
+    assert_eq!(p.actions, vec![Action::TriggerSavepoint(Color::Green)]);
+    let mut next = obs.clone();
+    next.status = p.status.clone();
+    next.status
+        .transition
+        .as_mut()
+        .unwrap()
+        .savepoint_trigger_id = Some("t".into());
+    next.configmap =
+        ConfigMapObs::Valid(super::desired_configmap(&next.status, &next).expect("desired"));
+    let p = plan(&next);
+    assert_eq!(
+        p.actions.first(),
+        Some(&Action::WriteConfigMap(CoordinationState {
+            floor: Some(70_000),
+            ..cm(Color::Blue, Stage::Transitioning, Toggle::NotSet, 2)
+        })),
+        "step 9 carries the floor"
+    );
+    let mut deploying = next;
+    deploying.status = p.status;
+    deploying.configmap = ConfigMapObs::Valid(
+        super::desired_configmap(&deploying.status, &deploying).expect("desired"),
+    );
+    let deploying = with_child(
+        deploying,
+        Color::Blue,
+        Some(running("h3", 2, 0, None, i64::MIN)),
+    );
+    let p = plan(&deploying);
+    assert_eq!(transition(&p).toggle, Some(70_001), "W >= F + 1");
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(CoordinationState {
+            floor: Some(70_000),
+            ..cm(
+                Color::Blue,
+                Stage::Transitioning,
+                Toggle::Proposed(70_001),
+                2
+            )
+        })]
+    );
+}
+
+#[test]
+fn an_abort_keeps_the_floor() {
+    let mut obs = steady_green_with_floor("h3");
+    obs.status.transition = Some(Transition {
+        from: Some(Color::Green),
+        to: Color::Blue,
+        epoch: 2,
+        template_hash: "h3".into(),
+        generation: 3,
+        redeploy_nonce: None,
+        phase: Phase::Aborting,
+        toggle: None,
+        savepoint_trigger_id: None,
+        restore_path: None,
+        savepoint_attempts: 0,
+        started_at: "2026-01-01T00:00:00Z".into(),
+        phase_started_at: "2026-01-01T00:00:00Z".into(),
+        abort_reason: Some("IncomingFailed: test".into()),
+        stop: OutgoingStop::default(),
+    });
+    obs.status.epoch = 2;
+    obs.configmap = ConfigMapObs::Valid(CoordinationState {
+        floor: Some(70_000),
+        ..cm(Color::Blue, Stage::Failing, Toggle::NotSet, 2)
+    });
+    let p = plan(&obs);
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(CoordinationState {
+            floor: Some(70_000),
+            ..cm(Color::Green, Stage::Running, Toggle::NotSet, 2)
+        })],
+        "step 8 keeps the floor"
+    );
+    assert_eq!(p.status.floor, Some(70_000));
+}
+
+#[test]
+fn clear_floor_starts_a_new_epoch_without_a_floor_and_is_refused_during_a_handover() {
+    let mut obs = steady_green_with_floor("h2");
+    obs.action = Some(ManualAction::ClearFloor);
+    let p = plan(&obs);
+    assert_eq!(
+        p.actions,
+        vec![
+            Action::WriteConfigMap(cm(Color::Green, Stage::Running, Toggle::NotSet, 2)),
+            Action::ClearManualAction
+        ],
+        "step 10"
+    );
+    assert_eq!((p.status.floor, p.status.epoch), (None, 2));
+    assert!(p.notes.iter().any(|n| n.reason == "FloorCleared"));
+    let mut during = handover(Phase::ToggleSet, Some(70_000));
+    during.status.floor = Some(10_000);
+    during.configmap =
+        ConfigMapObs::Valid(super::desired_configmap(&during.status, &during).expect("desired"));
+    during.action = Some(ManualAction::ClearFloor);
+    let p = plan(&during);
+    assert_eq!(p.actions, vec![Action::ClearManualAction]);
+    assert_eq!(p.status.floor, Some(10_000));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.warning && n.reason == "ActionRefused")
     );
 }

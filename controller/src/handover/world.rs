@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use super::{Action, plan};
 use crate::fixtures::observed;
 use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, GateObs, Observed, SavepointObs};
-use crate::resource::FlinkBlueGreenDeploymentStatus;
+use crate::resource::{FlinkBlueGreenDeploymentStatus, Phase};
 
 /// Deterministic choices from a proptest seed.
 struct Dice(u64);
@@ -48,6 +48,8 @@ struct Job {
     /// Index in `seen` of the state the gates apply: it only moves forward, late.
     applied: usize,
     savepoint: Option<(u64, i64)>,
+    /// A stop-with-savepoint: its trigger id and the steps until the job is FINISHED.
+    stop: Option<(String, u64)>,
     checkpoints: u64,
 }
 
@@ -57,7 +59,11 @@ impl Job {
     }
 
     fn running(&self) -> bool {
-        self.starting == 0 && !self.deleting
+        self.starting == 0 && !self.deleting && !self.finished()
+    }
+
+    fn finished(&self) -> bool {
+        self.stop.as_ref().is_some_and(|(_, left)| *left == 0)
     }
 }
 
@@ -106,9 +112,12 @@ impl World {
             }
             let lag = usize::try_from(lag_change).expect("small");
             job.applied = job.applied.max(job.seen.len().saturating_sub(1 + lag));
-            if job.starting > 0 {
-                job.starting -= 1;
+            if job.starting > 0 || job.finished() {
+                job.starting = job.starting.saturating_sub(1);
                 continue;
+            }
+            if let Some((_, left)) = job.stop.as_mut() {
+                *left -= 1;
             }
             let rule = job
                 .view()
@@ -134,43 +143,74 @@ impl World {
     fn child_obs(&self, color: Color, trigger: Option<&String>) -> Option<ChildObs> {
         let job = self.jobs.get(&color)?;
         let view = job.view();
-        let savepoint = match (trigger, job.savepoint) {
-            (Some(_), Some((0, pos))) => Some(SavepointObs::Completed(format!(
+        let stopping = self
+            .obs
+            .status
+            .transition
+            .as_ref()
+            .is_some_and(|t| t.phase == Phase::TearingDown);
+        let savepoint = match (trigger, job.savepoint, &job.stop) {
+            (Some(id), _, Some((stop_id, left))) if stopping && id == stop_id => {
+                Some(if *left == 0 {
+                    SavepointObs::Completed(format!("stop-{}", color.suffix()))
+                } else {
+                    SavepointObs::InProgress
+                })
+            }
+            (Some(_), _, _) if stopping => Some(SavepointObs::Unknown),
+            (Some(_), Some((0, pos)), _) => Some(SavepointObs::Completed(format!(
                 "sp-{}-{pos}",
                 color.suffix()
             ))),
-            (Some(_), Some(_)) => Some(SavepointObs::InProgress),
+            (Some(_), Some(_), _) => Some(SavepointObs::InProgress),
             _ => None,
         };
         Some(ChildObs {
             template_hash: Some(job.hash.clone()),
             deleting: job.deleting,
             lifecycle: Some("STABLE".into()),
-            job_state: Some(if job.running() { "RUNNING" } else { "CREATED" }.into()),
+            job_state: Some(
+                if job.running() {
+                    "RUNNING"
+                } else if job.finished() {
+                    "FINISHED"
+                } else {
+                    "CREATED"
+                }
+                .into(),
+            ),
             job_id: Some(format!("{}-job", color.suffix())),
             error: None,
             spec_job_state: Some("running".into()),
-            flink: job.running().then(|| FlinkObs {
-                checkpoints_completed: job.checkpoints,
-                latest_checkpoint: None,
-                savepoint,
-                gates: view.map(|v| GateObs {
-                    min_epoch: v.epoch,
-                    min_watermark_stage: v.toggle.stage() as u8,
-                    max_passed: job.max_passed,
-                }),
-                watermark: Some(job.next - 1),
-            }),
+            flink: if job.finished() {
+                Some(FlinkObs {
+                    savepoint,
+                    ..FlinkObs::default()
+                })
+            } else {
+                job.running().then(|| FlinkObs {
+                    checkpoints_completed: job.checkpoints,
+                    latest_checkpoint: None,
+                    savepoint,
+                    gates: view.map(|v| GateObs {
+                        min_epoch: v.epoch,
+                        min_watermark_stage: v.toggle.stage() as u8,
+                        max_passed: job.max_passed,
+                    }),
+                    watermark: Some(job.next - 1),
+                })
+            },
         })
     }
 
     fn observe(&mut self) {
-        let trigger = self
-            .obs
-            .status
-            .transition
-            .as_ref()
-            .and_then(|t| t.savepoint_trigger_id.clone());
+        let trigger = self.obs.status.transition.as_ref().and_then(|t| {
+            if t.phase == Phase::TearingDown {
+                t.stop.trigger_id.clone()
+            } else {
+                t.savepoint_trigger_id.clone()
+            }
+        });
         self.obs.configmap = self
             .configmap
             .map_or(ConfigMapObs::Absent, ConfigMapObs::Valid);
@@ -220,6 +260,7 @@ impl World {
                         seen: Vec::new(),
                         applied: 0,
                         savepoint: None,
+                        stop: None,
                         checkpoints: 0,
                     },
                 );
@@ -240,7 +281,25 @@ impl World {
                     );
                 }
                 if let Some(job) = self.jobs.get_mut(color) {
+                    assert!(
+                        cm.stage == Stage::Failing || job.finished(),
+                        "the outgoing job is deleted only once its stop-with-savepoint finished it"
+                    );
                     job.deleting = true;
+                }
+            }
+            Action::StopJob { color, trigger_id } => {
+                let cm = self.configmap.expect("ConfigMap");
+                assert_eq!(
+                    cm.stage,
+                    Stage::ClearToTeardown,
+                    "the outgoing job is stopped only after promotion"
+                );
+                let steps = self.dice.below(4);
+                let job = self.jobs.get_mut(color).expect("stop of a running job");
+                assert!(job.running(), "only a running job is stopped");
+                if job.stop.as_ref().is_none_or(|(id, _)| id != trigger_id) {
+                    job.stop = Some((trigger_id.clone(), steps));
                 }
             }
             Action::TriggerSavepoint(color) => {

@@ -224,8 +224,29 @@ impl SimJob {
     /// Triggers a savepoint (`stop`: then stop the job, like `POST /jobs/:id/stop`); returns
     /// the request id to poll.
     pub fn trigger_savepoint(&self, stop: bool) -> Result<String, SimError> {
+        self.request_savepoint(stop, None)
+    }
+
+    /// Stops the job with a savepoint, without drain (`POST /jobs/:id/stop`): the savepoint
+    /// commits the sink and the job ends FINISHED. A request under a `trigger_id` the job already
+    /// knows is acknowledged without a second stop, as Flink deduplicates trigger ids.
+    pub fn stop_with_savepoint(&self, trigger_id: Option<String>) -> Result<String, SimError> {
+        if let Some(id) = &trigger_id
+            && self.lock().savepoints.contains_key(id)
+        {
+            return Ok(id.clone());
+        }
+        self.request_savepoint(true, trigger_id)
+    }
+
+    fn request_savepoint(
+        &self,
+        stop: bool,
+        trigger_id: Option<String>,
+    ) -> Result<String, SimError> {
         let state = self.lock().state;
-        let request_id = format!("{:032x}", u128::from(super::source::mix(rand_seed())));
+        let request_id = trigger_id
+            .unwrap_or_else(|| format!("{:032x}", u128::from(super::source::mix(rand_seed()))));
         if state != JobState::Running {
             let cause = format!(
                 "org.apache.flink.runtime.checkpoint.CheckpointException: Job {} is {}: not all required tasks are currently running.",

@@ -312,14 +312,31 @@ async fn trigger_savepoint(
     accepted(&id)
 }
 
+/// The body of `POST /jobs/:jid/stop` (Flink's `StopWithSavepointRequestBody`).
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct StopBody {
+    drain: bool,
+    target_directory: Option<String>,
+    trigger_id: Option<String>,
+}
+
 async fn stop(
     State(s): State<Arc<Shared>>,
     Path(p): NsJob,
-    _body: Option<Json<Value>>,
+    body: Option<Json<StopBody>>,
 ) -> RestResult {
     let job = find_job(&s, p).await?;
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    if body.drain {
+        return Err(RestError(
+            StatusCode::BAD_REQUEST,
+            "drain=true is not simulated: a handover stops with drain=false".into(),
+        ));
+    }
+    tracing::debug!(job = %job.job_id, target = ?body.target_directory, "stop-with-savepoint");
     let id = job
-        .trigger_savepoint(true)
+        .stop_with_savepoint(body.trigger_id)
         .map_err(|e| RestError(StatusCode::CONFLICT, e.to_string()))?;
     accepted(&id)
 }
