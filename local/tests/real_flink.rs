@@ -99,7 +99,8 @@ struct Fixture {
     flink: RealFlink,
     api: Api<DynamicObject>,
     http: reqwest::Client,
-    _dir: tempfile::TempDir,
+    /// Kept when `BLUEGREEN_KEEP_WORK_DIR` is set (logs of every run).
+    _dir: Option<tempfile::TempDir>,
 }
 
 fn resource() -> ApiResource {
@@ -136,12 +137,22 @@ async fn fixture() -> Option<Fixture> {
         flink,
         api,
         http: reqwest::Client::new(),
-        _dir: dir,
+        _dir: if std::env::var_os("BLUEGREEN_KEEP_WORK_DIR").is_some() {
+            eprintln!("work dir kept: {}", dir.keep().display());
+            None
+        } else {
+            Some(dir)
+        },
     })
 }
 
 /// A FlinkDeployment of the counting job, with the gate's env in the main container.
 fn deployment(name: &str, job: &Value) -> DynamicObject {
+    deployment_with(name, job, &json!({}))
+}
+
+/// [`deployment`] with more `flinkConfiguration`.
+fn deployment_with(name: &str, job: &Value, conf: &Value) -> DynamicObject {
     let jar = built().expect("built").test_job_jar.display().to_string();
     let mut job_spec = json!({
         "jarURI": format!("local://{jar}"),
@@ -153,6 +164,10 @@ fn deployment(name: &str, job: &Value) -> DynamicObject {
     for (k, v) in job.as_object().expect("job fields") {
         job_spec[k] = v.clone();
     }
+    let mut flink_conf = json!({"metrics.fetcher.update-interval": "300"});
+    for (k, v) in conf.as_object().expect("configuration") {
+        flink_conf[k] = v.clone();
+    }
     serde_json::from_value(json!({
         "apiVersion": "flink.apache.org/v1beta1",
         "kind": "FlinkDeployment",
@@ -160,7 +175,7 @@ fn deployment(name: &str, job: &Value) -> DynamicObject {
         "spec": {
             "image": "flink:1.20",
             "flinkVersion": "v1_20",
-            "flinkConfiguration": {"metrics.fetcher.update-interval": "300"},
+            "flinkConfiguration": flink_conf,
             "serviceAccount": "flink",
             "jobManager": {"resource": {"memory": "1024m", "cpu": 1}},
             "taskManager": {"resource": {"memory": "1024m", "cpu": 1}},
@@ -267,12 +282,19 @@ impl Fixture {
         (code, r.json().await.unwrap_or(Value::Null))
     }
 
-    /// `GET` through the proxy, 200 expected.
+    /// `GET` through the proxy, 200 expected; a 5xx is retried within [`BOUND`] (a JobMaster
+    /// that has just started can answer 500 "initializing" for a moment, as on a cluster).
     async fn rest(&self, name: &str, path: &str) -> Value {
         let url = format!("{}{path}", self.flink.rest_url(&Self::d(name)));
-        let (code, body) = self.get(&url).await;
-        assert_eq!(code, 200, "GET {url}: {body}");
-        body
+        let deadline = Instant::now() + BOUND;
+        loop {
+            let (code, body) = self.get(&url).await;
+            if code < 500 || Instant::now() > deadline {
+                assert_eq!(code, 200, "GET {url}: {body}");
+                return body;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     }
 
     /// The counting job's gauges on its `count` vertex, once every subtask has seen a record:
@@ -480,6 +502,14 @@ async fn a_job_runs_behind_the_proxy_upgrades_with_its_state_and_is_cancelled_on
     // Deletion cancels the job and leaves no process behind.
     let pid = f.flink.jvm_pid(&d).expect("a JVM");
     assert!(alive(pid));
+    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS"))
+                .map(str::to_owned)
+        });
+    eprintln!("measured: job JVM (parallelism 2, running) {rss:?}");
     f.api
         .delete(name, &DeleteParams::default())
         .await
@@ -584,5 +614,69 @@ async fn a_missing_jar_or_entry_class_fails_with_a_clear_error() {
     assert!(
         f.flink.jvm_pid(&Fixture::d("noclass")).is_none(),
         "the failed JVM is gone"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_job_a_failed_savepoint_and_a_dead_jvm_are_reported() {
+    let Some(f) = fixture().await else { return };
+    // The job throws at number 300 and has no restarts left: FAILED with Flink's root cause.
+    f.create(&deployment_with(
+        "crasher",
+        &json!({"args": ["--rate", "200", "--fail-at", "300"]}),
+        &json!({"restart-strategy.type": "none"}),
+    ))
+    .await;
+    // The savepoint directory cannot be created: every stop-with-savepoint fails.
+    f.create(&deployment_with(
+        "stuck",
+        &json!({}),
+        &json!({"state.savepoints.dir": "file:///proc/bluegreen-no-such-dir"}),
+    ))
+    .await;
+
+    let status = f
+        .wait_status("crasher", START, |s| {
+            s.lifecycle_state.as_deref() == Some("FAILED")
+        })
+        .await;
+    assert_eq!(status.job_status.state.as_deref(), Some("FAILED"));
+    let error = status.error.expect("an error");
+    assert!(error.contains("CountingJob fails at 300"), "{error}");
+
+    let job1 = f.wait_running("stuck", None).await;
+    f.patch_job("stuck", json!({"parallelism": 2})).await;
+    let status = f.wait_status("stuck", BOUND, |s| s.error.is_some()).await;
+    let error = status.error.expect("an error");
+    assert!(error.contains("savepoint"), "{error}");
+    assert_eq!(
+        status.job_status.job_id.as_deref(),
+        Some(job1.as_str()),
+        "not redeployed"
+    );
+    let job = f.rest("stuck", &format!("/jobs/{job1}")).await;
+    assert_eq!(
+        job["state"], "RUNNING",
+        "a failed stop-with-savepoint leaves the job running"
+    );
+
+    // Back to the running spec (no upgrade pending), then the JVM dies.
+    f.patch_job("stuck", json!({"parallelism": 1})).await;
+    let pid = f.flink.jvm_pid(&Fixture::d("stuck")).expect("a JVM");
+    let killed = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = f
+        .wait_status("stuck", BOUND, |s| {
+            s.lifecycle_state.as_deref() == Some("FAILED")
+        })
+        .await;
+    let error = status.error.expect("an error");
+    assert!(error.contains("JobManager process exited"), "{error}");
+    assert!(
+        f.flink.sidecar_url(&Fixture::d("stuck")).is_none(),
+        "the sidecar went with it"
     );
 }

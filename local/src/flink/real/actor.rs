@@ -78,6 +78,19 @@ fn new_job_id(run: u32) -> String {
     format!("{low:016x}{:08x}{run:08x}", std::process::id())
 }
 
+/// A Java stack trace as one line: the exception, and its innermost cause when there is one.
+fn summarize_trace(trace: &str) -> String {
+    let first = trace.lines().next().unwrap_or_default().trim();
+    match trace
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("Caused by: "))
+    {
+        Some(root) => format!("{first}; caused by {root}"),
+        None => first.to_owned(),
+    }
+}
+
 fn job_state(state: &str) -> &'static str {
     JOB_STATES
         .iter()
@@ -410,11 +423,11 @@ impl Actor {
                     }
                     "FAILED" if self.status.lifecycle != Lifecycle::Failed => {
                         let cause = rest.root_exception(&job_id).await.ok().flatten();
-                        let first = cause
-                            .as_deref()
-                            .and_then(|c| c.lines().next())
-                            .unwrap_or("see the job's exceptions");
-                        self.fail(format!("job {job_id} failed: {first}"), JmStatus::Ready);
+                        let why = cause.as_deref().map_or_else(
+                            || "see GET /jobs/:id/exceptions".to_owned(),
+                            summarize_trace,
+                        );
+                        self.fail(format!("job {job_id} failed: {why}"), JmStatus::Ready);
                     }
                     _ => {}
                 }
@@ -497,5 +510,20 @@ impl Actor {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summarize_trace;
+
+    #[test]
+    fn a_failure_is_summarized_by_its_exception_and_innermost_cause() {
+        let trace = "org.apache.flink.runtime.JobException: Recovery is suppressed\n\tat a.b(C.java:1)\nCaused by: java.lang.RuntimeException: wrapped\n\tat d\nCaused by: java.lang.IllegalStateException: fails at 300\n\tat e";
+        assert_eq!(
+            summarize_trace(trace),
+            "org.apache.flink.runtime.JobException: Recovery is suppressed; caused by java.lang.IllegalStateException: fails at 300"
+        );
+        assert_eq!(summarize_trace("java.lang.Error: x"), "java.lang.Error: x");
     }
 }

@@ -22,21 +22,23 @@ import org.apache.flink.util.Collector;
  * resume position after a restore), gauge {@code lastSequence}, and counter
  * {@code stateMismatches} (records whose key's count is not {@code n / keys + 1}, i.e. the keyed
  * state did not match the source position). The job name carries the {@code BLUEGREEN_COLOR} and
- * {@code BLUEGREEN_SIDECAR_URL} the JVM sees.
+ * {@code BLUEGREEN_SIDECAR_URL} the JVM sees. {@code --fail-at N} throws when number N passes.
  */
 public final class CountingJob {
     private CountingJob() {}
 
-    /** Entry point: {@code [--rate N] [--keys N] [--checkpoint-ms N]}. */
+    /** Entry point: {@code [--rate N] [--keys N] [--checkpoint-ms N] [--fail-at N]}. */
     public static void main(String[] args) throws Exception {
         long rate = 200;
         long keys = 16;
         long checkpointMs = 1000;
+        long failAt = -1;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--rate": rate = Long.parseLong(args[i + 1]); break;
                 case "--keys": keys = Long.parseLong(args[i + 1]); break;
                 case "--checkpoint-ms": checkpointMs = Long.parseLong(args[i + 1]); break;
+                case "--fail-at": failAt = Long.parseLong(args[i + 1]); break;
                 default: throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
@@ -49,7 +51,7 @@ public final class CountingJob {
                                 .withTimestampAssigner((n, ts) -> 1_767_225_600_000L + n * 10),
                         "numbers")
                 .setParallelism(1)
-                .map(new Throttle(rate))
+                .map(new Throttle(rate, failAt))
                 .name("throttle")
                 .setParallelism(1)
                 .keyBy(n -> n % keyCount)
@@ -61,16 +63,21 @@ public final class CountingJob {
                 + " sidecar=" + System.getenv("BLUEGREEN_SIDECAR_URL"));
     }
 
-    /** Passes numbers through at most {@code rate} per second. */
+    /** Passes numbers through at most {@code rate} per second; throws at {@code failAt}. */
     static final class Throttle extends RichMapFunction<Long, Long> {
         private final long pauseMicros;
+        private final long failAt;
 
-        Throttle(long rate) {
+        Throttle(long rate, long failAt) {
             this.pauseMicros = 1_000_000 / Math.max(1, rate);
+            this.failAt = failAt;
         }
 
         @Override
         public Long map(Long n) throws InterruptedException {
+            if (n == failAt) {
+                throw new IllegalStateException("CountingJob fails at " + n + " as asked");
+            }
             Thread.sleep(pauseMicros / 1000, (int) (pauseMicros % 1000) * 1000);
             return n;
         }
