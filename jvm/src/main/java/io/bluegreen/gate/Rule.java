@@ -7,7 +7,7 @@ import java.io.Serializable;
  * {@link #above()}, those in {@code (lo, w]} get {@link #atOrBelow()}, those {@code <= lo} get
  * {@code below}. The floor F, when there is one, is a band {@code t <= F} dropped by both colors
  * (and counted as late). Computed once per state update so that a record costs one comparison in
- * the common cases. Immutable.
+ * the common cases (a uniform rule, and every record above W). Immutable.
  */
 public final class Rule implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -38,9 +38,12 @@ public final class Rule implements Serializable {
         return new Rule(w, atOrBelow, above, Long.MIN_VALUE, atOrBelow, false, 0);
     }
 
-    /** A rule that gives every record the same decision ({@code w = Long.MAX_VALUE}). */
+    /**
+     * A rule that gives every record the same decision. Its split point is {@code Long.MIN_VALUE},
+     * so that every record but one takes the first comparison of {@link #decide}.
+     */
     public static Rule uniform(Decision d) {
-        return split(Long.MAX_VALUE, d, d);
+        return split(Long.MIN_VALUE, d, d);
     }
 
     /** This rule with floor {@code f} ({@code f < w} unless the rule is uniform): {@code t <= f} is dropped. */
@@ -51,7 +54,7 @@ public final class Rule implements Serializable {
         return new Rule(w, atOrBelow, above, f, Decision.DROP, true, f);
     }
 
-    /** The split point. */
+    /** The split point: records above it get {@link #above()}. */
     public long w() {
         return w;
     }
