@@ -149,12 +149,16 @@ public final class GateBench {
         long realisticRecords = records / 30;
         java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("bluegreen-bench-");
         // [pipeline][0 = no gate, 1 = gate][rep]; rep 0 is a warmup; the order alternates per rep.
-        double[][][] ms = new double[2][2][jobReps + 1];
-        double[][][] cpu = new double[2][2][jobReps + 1];
+        // Variant 2, for the trivial pipeline only: an identity map where the gate goes (the cost of any chained operator).
+        double[][][] ms = new double[2][3][jobReps + 1];
+        double[][][] cpu = new double[2][3][jobReps + 1];
         for (int rep = 0; rep <= jobReps; rep++) {
-            for (int k = 0; k < 2; k++) {
-                int g = (rep + k) % 2;
+            for (int k = 0; k < 3; k++) {
+                int g = (rep + k) % 3;
                 for (int pipeline = 0; pipeline < 2; pipeline++) {
+                    if (pipeline == 1 && g == 2) {
+                        continue;
+                    }
                     StreamExecutionEnvironment env = HandoverJob.env(1);
                     if (objectReuse) {
                         env.getConfig().enableObjectReuse();
@@ -162,7 +166,7 @@ public final class GateBench {
                     String key = "bench-" + pipeline + "-" + g + "-" + rep;
                     CPU_NS.put(key, new java.util.concurrent.atomic.AtomicLong());
                     if (pipeline == 0) {
-                        trivial(env, records, g == 1, ch, key);
+                        trivial(env, records, g, ch, key);
                     } else {
                         Realistic.build(env, realisticRecords, g == 1, ch, dir.resolve("run-" + rep + "-" + g), key);
                     }
@@ -193,6 +197,11 @@ public final class GateBench {
                 System.out.printf("    %s ms, no gate %s%n    %s ms, gate    %s%n    %s: gate/no gate = %.3f (medians: %.1f vs %.1f ns/record); per-rep ratios %s%n",
                         what, Arrays.toString(none), what, Arrays.toString(gate), what,
                         median(none) / median(gate), median(gate) * 1e6 / count, median(none) * 1e6 / count, fmt(ratio));
+                if (pipeline == 0) {
+                    double[] map = Arrays.copyOfRange(x[2], 1, jobReps + 1);
+                    System.out.printf("    %s ms, identity map %s%n    %s: identity map/no gate = %.3f, gate/identity map = %.3f (median %.1f ns/record)%n",
+                            what, Arrays.toString(map), what, median(none) / median(map), median(map) / median(gate), median(map) * 1e6 / count);
+                }
             }
         }
         deleteTree(dir);
@@ -208,13 +217,26 @@ public final class GateBench {
     }
 
     /** The trivial pipeline: ids, event times and watermarks, [the gate], a discarding sink (one task thread). */
-    static void trivial(StreamExecutionEnvironment env, long n, boolean gate, String channel, String key) {
+    /** An identity map: the reference for the cost of any chained operator. */
+    static final class IdentityMap implements org.apache.flink.api.common.functions.MapFunction<Long, Long> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Long map(Long v) {
+            return v;
+        }
+    }
+
+    /** {@code variant}: 0 nothing, 1 the gate, 2 an identity map before the sink. */
+    static void trivial(StreamExecutionEnvironment env, long n, int variant, String channel, String key) {
         org.apache.flink.streaming.api.datastream.DataStream<Long> s = env.fromSequence(0, n - 1)
                 .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
                         .<Long>forBoundedOutOfOrderness(java.time.Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
                         .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id)));
-        if (gate) {
+        if (variant == 1) {
             GateSinkWrapper.sinkTo(s, new GateProcessFunction<>(Color.BLUE, new ManualStateSource(channel)), new CpuSink(key));
+        } else if (variant == 2) {
+            s.map(new IdentityMap()).sinkTo(new CpuSink(key));
         } else {
             s.sinkTo(new CpuSink(key));
         }
