@@ -14,6 +14,7 @@ use bluegreen_controller::resource::{
 };
 use bluegreen_local::apiserver::{LocalApiServer, Options};
 use bluegreen_local::flink::crd::install_flink_deployment_crd;
+use bluegreen_local::flink::real::{RealFlink, RealFlinkOptions};
 use bluegreen_local::flink::{
     DEFAULT_START_MS, DeploymentRef, LocalFlink, LocalFlinkOptions, SimClock,
 };
@@ -37,6 +38,10 @@ pub struct StackOptions {
     pub sink: SinkMode,
     /// Keep the API server's objects in this directory.
     pub data_dir: Option<std::path::PathBuf>,
+    /// Run FlinkDeployments as real Flink jobs (`bluegreen_local::flink::real`) instead of
+    /// simulated ones; `kubeconfig_yaml` and `namespace` are set by the stack. The simulated
+    /// runner then watches no namespace the stack uses (its ledger stays empty).
+    pub real_flink: Option<RealFlinkOptions>,
 }
 
 impl Default for StackOptions {
@@ -45,6 +50,7 @@ impl Default for StackOptions {
             speed: 20.0,
             sink: SinkMode::Transactional,
             data_dir: None,
+            real_flink: None,
         }
     }
 }
@@ -57,6 +63,8 @@ pub struct LocalStack {
     pub client: kube::Client,
     /// The local Flink runner.
     pub flink: LocalFlink,
+    /// The real-mode runner, with [`StackOptions::real_flink`].
+    pub real_flink: Option<RealFlink>,
     /// The controller's shared context.
     pub ctx: Arc<Context>,
     controller: Option<(watch::Sender<bool>, JoinHandle<()>)>,
@@ -85,19 +93,36 @@ impl LocalStack {
             .apply_object(&FlinkBlueGreenDeployment::crd())
             .context("install the FlinkBlueGreenDeployment CRD")?;
         let client = server.client();
+        let real = options.real_flink.is_some();
         let flink = LocalFlink::start(
             client.clone(),
             LocalFlinkOptions {
                 clock: SimClock::scaled(DEFAULT_START_MS, options.speed),
                 sink_mode: options.sink,
+                namespace: real.then(|| "bluegreen-simulator-idle".to_owned()),
                 ..LocalFlinkOptions::default()
             },
         )
         .await
         .context("start the local Flink runner")?;
+        let real_flink = match options.real_flink {
+            Some(mut real) => {
+                real.kubeconfig_yaml = server.kubeconfig_yaml();
+                real.namespace = Some(NAMESPACE.to_owned());
+                Some(
+                    RealFlink::start(client.clone(), real)
+                        .await
+                        .context("start the real-mode Flink runner")?,
+                )
+            }
+            None => None,
+        };
+        let rest_url_template = real_flink
+            .as_ref()
+            .map_or_else(|| flink.rest_url_template(), RealFlink::rest_url_template);
         let ctx = Arc::new(Context::new(
             client.clone(),
-            &flink.rest_url_template(),
+            &rest_url_template,
             Duration::from_secs(2),
             "local",
         ));
@@ -105,6 +130,7 @@ impl LocalStack {
             server,
             client,
             flink,
+            real_flink,
             ctx,
             controller: None,
         })
@@ -277,6 +303,9 @@ impl LocalStack {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
         self.flink.shutdown();
+        if let Some(real) = self.real_flink {
+            real.shutdown();
+        }
         self.server.shutdown().await;
     }
 }
