@@ -5,12 +5,15 @@ use std::sync::LazyLock;
 
 use bluegreen_controller::child::{LABEL_DEPLOYMENT, child_name};
 use bluegreen_controller::context::flink_deployment_resource;
-use bluegreen_controller::resource::{FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentStatus};
+use bluegreen_controller::resource::{
+    Condition, FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentStatus,
+};
 use bluegreen_protocol::{Color, CoordinationState, configmap_name, keys};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::{Client, CustomResourceExt, Resource};
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::error::Error;
@@ -26,10 +29,26 @@ pub struct Deployment {
     pub generation: Option<i64>,
     /// The status, or why it does not parse with this build's types.
     pub status: Result<FlinkBlueGreenDeploymentStatus, String>,
+    /// The fields every controller version writes alike, read even when `status` does not
+    /// parse (e.g. a phase a newer controller added).
+    pub core: StatusCore,
     /// Status fields this build does not know (written by a newer controller), as found.
     pub unknown_status: BTreeMap<String, Value>,
     /// The object exactly as the server returned it (for `-o json|yaml`).
     pub raw: Value,
+}
+
+/// The status fields `status` judges by, parsed on their own.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusCore {
+    /// `Ready`, `Progressing`, `Degraded`.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    /// `metadata.generation` last acted upon.
+    pub observed_generation: Option<i64>,
+    /// The handover in progress, whatever its shape.
+    pub transition: Option<IgnoredAny>,
 }
 
 /// The fields of a child FlinkDeployment the tree shows.
@@ -148,6 +167,7 @@ impl Deployment {
     pub fn from_object(obj: &DynamicObject) -> Self {
         let raw = serde_json::to_value(obj).unwrap_or(Value::Null);
         let status_raw = obj.data.get("status").cloned().unwrap_or(Value::Null);
+        let core = serde_json::from_value(status_raw.clone()).unwrap_or_default();
         let status = if status_raw.is_null() {
             Ok(FlinkBlueGreenDeploymentStatus::default())
         } else {
@@ -165,6 +185,7 @@ impl Deployment {
             namespace: obj.meta().namespace.clone().unwrap_or_default(),
             generation: obj.meta().generation,
             status,
+            core,
             unknown_status,
             raw,
         }

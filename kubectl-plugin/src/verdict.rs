@@ -1,6 +1,6 @@
 //! What `status` concludes from one read, and its exit codes.
 
-use bluegreen_controller::resource::{FlinkBlueGreenDeploymentStatus, Phase};
+use bluegreen_controller::resource::{Condition, FlinkBlueGreenDeploymentStatus, Phase};
 
 use crate::model::Deployment;
 
@@ -50,55 +50,64 @@ impl Verdict {
     }
 }
 
-fn condition<'a>(
-    status: &'a FlinkBlueGreenDeploymentStatus,
-    type_: &str,
-) -> Option<&'a bluegreen_controller::resource::Condition> {
-    status.conditions.iter().find(|c| c.type_ == type_)
+fn condition<'a>(d: &'a Deployment, type_: &str) -> Option<&'a Condition> {
+    d.core.conditions.iter().find(|c| c.type_ == type_)
 }
 
-/// Judges one read of the resource.
-pub fn judge(d: &Deployment) -> Verdict {
-    let status = match &d.status {
-        Ok(s) => s,
-        Err(e) => return Verdict::Waiting(format!("status does not parse yet: {e}")),
-    };
+/// The handover of the current template was aborted, or is being aborted.
+fn aborted(status: &FlinkBlueGreenDeploymentStatus) -> Option<String> {
     if let Some(t) = &status.transition
         && t.phase == Phase::Aborting
     {
-        return Verdict::Aborted(
+        return Some(
             t.abort_reason
                 .clone()
                 .unwrap_or_else(|| "handover being aborted".into()),
         );
     }
-    if status.transition.is_none()
+    let last = status.history.first()?;
+    (status.transition.is_none()
         && status.failed_template_hash.is_some()
-        && let Some(last) = status.history.first()
-        && last.outcome == "Aborted"
-    {
-        return Verdict::Aborted(
+        && last.outcome == "Aborted")
+        .then(|| {
             last.reason
                 .clone()
-                .unwrap_or_else(|| format!("handover of epoch {} aborted", last.epoch)),
-        );
+                .unwrap_or_else(|| format!("handover of epoch {} aborted", last.epoch))
+        })
+}
+
+/// Judges one read of the resource. A status this build cannot fully parse is judged by its
+/// conditions, `observedGeneration` and whether a handover is in progress.
+pub fn judge(d: &Deployment) -> Verdict {
+    if let Ok(status) = &d.status
+        && let Some(reason) = aborted(status)
+    {
+        return Verdict::Aborted(reason);
     }
-    if let Some(c) = condition(status, "Degraded")
+    if let Some(c) = condition(d, "Degraded")
         && c.status == "True"
     {
         return Verdict::Degraded(format!("{}: {}", c.reason, c.message));
     }
-    if let (Some(generation), observed) = (d.generation, status.observed_generation)
-        && observed.is_none_or(|o| o < generation)
+    if let Some(generation) = d.generation
+        && d.core.observed_generation.is_none_or(|o| o < generation)
     {
         return Verdict::Waiting(format!(
             "the controller has not acted on generation {generation} yet"
         ));
     }
-    if let Some(t) = &status.transition {
-        return Verdict::Waiting(format!("handover to {} in phase {:?}", t.to, t.phase));
+    match &d.status {
+        Ok(status) => {
+            if let Some(t) = &status.transition {
+                return Verdict::Waiting(format!("handover to {} in phase {:?}", t.to, t.phase));
+            }
+        }
+        Err(_) if d.core.transition.is_some() => {
+            return Verdict::Waiting("a handover is in progress".into());
+        }
+        Err(_) => {}
     }
-    match condition(status, "Ready") {
+    match condition(d, "Ready") {
         Some(c) if c.status == "True" => Verdict::Healthy,
         Some(c) => Verdict::Waiting(format!(
             "Ready is {}: {}: {}",

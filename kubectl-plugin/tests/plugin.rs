@@ -33,10 +33,13 @@ impl Fixture {
         let server = LocalApiServer::start(Options::default())
             .await
             .expect("server");
-        // The CRD of a newer controller: one status field this plugin's types do not know.
+        // The CRD of a newer controller: a status field and handover phases this plugin's
+        // types do not know.
         let mut crd = serde_json::to_value(FlinkBlueGreenDeployment::crd()).expect("crd");
-        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
-            ["newerField"] = json!({"type": "string"});
+        let status = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+            ["properties"];
+        status["newerField"] = json!({"type": "string"});
+        status["transition"]["properties"]["phase"] = json!({"type": "string"});
         server.apply_object(&crd).expect("fbgd crd");
         server.apply_crd(FLINK_CRD).expect("flink crd");
         let dir = tempfile::tempdir().expect("tempdir");
@@ -323,6 +326,33 @@ async fn status_exit_codes() {
     let (code, out, _) = f.run(&["status", "demo", "--timeout", "1s"]).await;
     assert_eq!(code, 5, "{out}");
     assert!(out.contains("generation 2"), "{out}");
+
+    // A phase a newer controller added: judged by the conditions and the handover's presence.
+    let mut newer = handover_status("Stopping");
+    newer["observedGeneration"] = json!(2);
+    f.set_status("default", "demo", &newer).await;
+    let (code, out, _) = f.run(&["status", "demo", "--timeout", "1s"]).await;
+    assert_eq!(code, 5, "{out}");
+    assert!(out.contains("a handover is in progress"), "{out}");
+    newer["conditions"][2] = condition(
+        "Degraded",
+        "True",
+        "StopFailed",
+        "stop-with-savepoint failed",
+    );
+    f.set_status("default", "demo", &newer).await;
+    let (code, out, _) = f.run(&["status", "demo"]).await;
+    assert_eq!(code, 3, "{out}");
+    let (code, tree, _) = f.run(&["get", "demo"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        tree.contains("Status:     unreadable by this plugin version"),
+        "{tree}"
+    );
+    assert!(
+        tree.contains("├── FlinkDeployment demo-blue  job RUNNING"),
+        "{tree}"
+    );
 
     assert_eq!(f.run(&["status", "missing"]).await.0, 1);
     let (code, _, err) = f.run(&["status", "demo", "--timeout", "soon"]).await;
