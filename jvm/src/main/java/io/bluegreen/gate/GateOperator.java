@@ -245,8 +245,9 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
         scratch.clear();
         serializer.serialize(record.getValue(), scratch);
         byte[] bytes = scratch.getCopyOfBuffer();
-        // Backpressure: while the buffer is full, read nothing; mails (the tick, checkpoints
-        // triggered by the task) still run, and may release records or decide this one.
+        // Backpressure: while the buffer is full, read nothing; mails of this operator's priority
+        // (the tick) still run, and may release records or decide this one. Checkpoint mails have
+        // a lower priority and wait, so no checkpoint sees this record neither held nor emitted.
         Gate.Snapshot s = decided;
         while (!heldQueue.isEmpty()
                 && (heldQueue.size() >= fn.holdMaxRecords() || heldBytesLocal + bytes.length > fn.holdMaxBytes())) {
