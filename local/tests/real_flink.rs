@@ -530,7 +530,7 @@ async fn a_job_runs_behind_the_proxy_upgrades_with_its_state_and_is_cancelled_on
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn suspend_takes_a_savepoint_and_resume_restores_it() {
+async fn suspend_takes_a_savepoint_resume_restores_it_and_a_new_nonce_redeploys_it() {
     let Some(f) = fixture().await else { return };
     let name = "suspender";
     let d = Fixture::d(name);
@@ -571,10 +571,28 @@ async fn suspend_takes_a_savepoint_and_resume_restores_it() {
         f.restored_from(name, &job2).await.as_deref(),
         Some(savepoint.as_str())
     );
-    let (first, _, bad) = f.sequence(name, &job2).await;
+    let (first, last, bad) = f.sequence(name, &job2).await;
     assert!(
         first > before && bad == 0,
         "resumed from the savepoint: first {first} > {before}, mismatches {bad}"
+    );
+
+    // A new savepointRedeployNonce redeploys from initialSavepointPath: the same savepoint again,
+    // so the job resumes at the same number although job 2 had gone past it.
+    f.patch_job(
+        name,
+        json!({"savepointRedeployNonce": 1, "initialSavepointPath": savepoint}),
+    )
+    .await;
+    let job3 = f.wait_running(name, Some(&job2)).await;
+    assert_eq!(
+        f.restored_from(name, &job3).await.as_deref(),
+        Some(savepoint.as_str())
+    );
+    let (again, _, bad) = f.sequence(name, &job3).await;
+    assert!(
+        again == first && last > first && bad == 0,
+        "redeployed from the savepoint: first {again} == {first} (job 2 reached {last})"
     );
 }
 
