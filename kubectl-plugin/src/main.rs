@@ -99,6 +99,12 @@ enum Command {
         /// The FlinkBlueGreenDeployment.
         name: String,
     },
+    /// Clear the floor F (no handover in progress): records at or below the last W are
+    /// emitted again, for a deliberate reprocessing.
+    ClearFloor {
+        /// The FlinkBlueGreenDeployment.
+        name: String,
+    },
     /// The finished handovers, newest first.
     History {
         /// The FlinkBlueGreenDeployment.
@@ -325,6 +331,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         Command::Promote { name } => annotate(&client, &ns, &name, "promote").await,
         Command::Abort { name } => annotate(&client, &ns, &name, "abort").await,
         Command::Teardown { name } => annotate(&client, &ns, &name, "teardown").await,
+        Command::ClearFloor { name } => annotate(&client, &ns, &name, "clear-floor").await,
         Command::History { name, output } => {
             let s = snapshot(&client, &ns, &name).await?;
             if let Some(f) = output {

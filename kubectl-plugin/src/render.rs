@@ -130,6 +130,12 @@ pub fn tree(s: &Snapshot) -> String {
             or_dash(st.stage),
             st.epoch
         );
+        if let Some(floor) = st.floor {
+            let _ = writeln!(
+                out,
+                "Floor:      {floor}  (records at or below it are dropped)"
+            );
+        }
         match &st.transition {
             Some(t) => {
                 let _ = writeln!(

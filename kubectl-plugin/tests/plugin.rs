@@ -159,7 +159,7 @@ fn promoted() -> Value {
 fn healthy_status() -> Value {
     json!({
         "activeColor": "BLUE", "stage": "RUNNING", "epoch": 1, "observedGeneration": 1,
-        "deployedTemplateHash": "h1",
+        "deployedTemplateHash": "h1", "floor": 1_767_225_600_000_i64,
         "conditions": [
             condition("Ready", "True", "Running", "the active job is running"),
             condition("Progressing", "False", "Idle", "nothing to do"),
@@ -194,6 +194,7 @@ async fn get_draws_the_tree_and_prints_objects() {
     assert_eq!(code, 0, "{err}");
     for needle in [
         "Active:     BLUE",
+        "Floor:      1767225600000",
         "├── FlinkDeployment demo-blue (active)  job RUNNING  lifecycle STABLE  parallelism 2",
         "├── FlinkDeployment demo-green  job FINISHED",
         "└── ConfigMap demo-bluegreen  stage RUNNING  epoch 1  W not set",
@@ -373,9 +374,9 @@ async fn action_of(f: &Fixture) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn promote_abort_teardown_set_the_annotation() {
+async fn manual_actions_set_the_annotation() {
     let f = Fixture::start().await;
-    for action in ["promote", "abort", "teardown"] {
+    for action in ["promote", "abort", "teardown", "clear-floor"] {
         let (code, out, err) = f.run(&[action, "demo"]).await;
         assert_eq!(code, 0, "{err}");
         assert!(out.contains(&format!("{action} requested")), "{out}");
