@@ -1,6 +1,7 @@
 //! The gate's hot path: `Gate::decide` per record against a plain `i64` comparison in the same
-//! run, `Gate::decide_batch`, and throughput with 1 and 2 threads (one gate per thread, one shared
-//! state). `cargo bench -p bluegreen-gate --bench decide`; figures in `docs/performance.md`.
+//! run, `Gate::decide_batch`, each without and with a floor, and throughput with 1 and 2 threads
+//! (one gate per thread, one shared state). `cargo bench -p bluegreen-gate --bench decide`;
+//! figures in `docs/performance.md`.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -56,10 +57,21 @@ fn handover() -> CoordinationState {
     }
 }
 
+fn floored(floor: i64, state: CoordinationState) -> CoordinationState {
+    CoordinationState {
+        floor: Some(floor),
+        ..state
+    }
+}
+
 fn single_thread(c: &mut Criterion) {
     for (name, state, spread) in [
         ("steady", steady(), 0),
+        // The floor just below every record: the same decisions, plus the floor's comparison.
+        ("steady_floor", floored(W - 2, steady()), 0),
         ("handover_mixed", handover(), 1_000),
+        // A quarter of the records at or below the floor: late drops, counted apart.
+        ("handover_mixed_floor", floored(W - 501, handover()), 1_000),
     ] {
         let times = event_times(spread);
         let mut group = c.benchmark_group(format!("decide/{name}"));

@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use bluegreen_protocol::{Color, CoordinationState, Decision, Rule, WatermarkStage};
+use bluegreen_protocol::{
+    AppliedState, Color, CoordinationState, Decision, GateReport, Rule, WatermarkStage,
+};
 
 use crate::error::Error;
 use crate::shared::{Published, SharedState};
@@ -29,6 +31,7 @@ pub(crate) struct GateCell {
     pub passed: AtomicU64,
     pub dropped: AtomicU64,
     pub held: AtomicU64,
+    pub dropped_late: AtomicU64,
     /// Meaningful when `passed > 0` or `restored` is set; `i64::MIN` otherwise.
     pub max_passed: AtomicI64,
     pub restored: AtomicU64,
@@ -45,6 +48,7 @@ impl GateCell {
             passed: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             held: AtomicU64::new(0),
+            dropped_late: AtomicU64::new(0),
             max_passed: AtomicI64::new(i64::MIN),
             restored: AtomicU64::new(0),
             applied: Mutex::new(AppliedView::default()),
@@ -63,6 +67,7 @@ impl GateCell {
             passed,
             dropped: self.dropped.load(Ordering::Relaxed),
             held: self.held.load(Ordering::Relaxed),
+            dropped_late: self.dropped_late.load(Ordering::Relaxed),
             max_passed_event_time_ms: known.then_some(max),
             applied: applied.state,
             applied_while_stale: applied.stale,
@@ -78,11 +83,13 @@ pub struct GateSnapshot {
     pub color: Color,
     /// Records passed (emitted).
     pub passed: u64,
-    /// Records dropped (owned by the other color).
+    /// Records dropped because the other color owns them (late records not included).
     pub dropped: u64,
     /// HOLD decisions returned; a held record that is decided later by
     /// [`Gate::decide_or_wait`] counts once here and once as passed or dropped.
     pub held: u64,
+    /// Late records dropped: event time at or below the floor (both colors drop them).
+    pub dropped_late: u64,
     /// The maximum event time passed (including one restored from a checkpoint with
     /// [`Gate::restore_max_passed`]); `None` before the first.
     pub max_passed_event_time_ms: Option<i64>,
@@ -106,6 +113,19 @@ impl GateSnapshot {
     /// The applied watermark toggle value W, if proposed or set.
     pub fn watermark_ms(&self) -> Option<i64> {
         self.applied.and_then(|s| s.toggle.value())
+    }
+
+    /// The gate's `bluegreenGateAppliedState` line: the applied state and the maximum passed
+    /// event time from this snapshot (which reads the state first, so the maximum covers every
+    /// record passed under an older state), with the gate operator's current input `watermark`
+    /// and whether all its inputs are `idle`, which only the operator knows.
+    pub fn report(&self, watermark: Option<i64>, idle: bool) -> GateReport {
+        GateReport {
+            applied: self.applied.as_ref().map(AppliedState::from),
+            max_passed: self.max_passed_event_time_ms,
+            watermark,
+            idle,
+        }
     }
 }
 
@@ -145,8 +165,9 @@ pub const FLUSH_EVERY: u64 = 1024;
 pub struct Gate {
     generation: u64,
     rule: Rule,
-    /// Records per [`Decision`], indexed by its discriminant (one increment per record).
-    counts: [u64; 3],
+    /// Records per [`Decision`], indexed by its discriminant, and late drops at index 3 (one
+    /// increment per record, see [`Gate::record`]).
+    counts: [u64; 4],
     max_passed: i64,
     restored: bool,
     cell: Arc<GateCell>,
@@ -163,7 +184,7 @@ impl Gate {
         let mut gate = Self {
             generation: u64::MAX,
             rule: Rule::HOLD,
-            counts: [0; 3],
+            counts: [0; 4],
             max_passed: i64::MIN,
             restored: false,
             cell,
@@ -290,10 +311,13 @@ impl Gate {
     /// Publishes the gate's counters and maximum passed event time to other threads (handles,
     /// metrics) now.
     pub fn flush(&mut self) {
-        let [passed, dropped, held] = self.counts;
+        let [passed, dropped, held, dropped_late] = self.counts;
         self.cell.passed.store(passed, Ordering::Relaxed);
         self.cell.dropped.store(dropped, Ordering::Relaxed);
         self.cell.held.store(held, Ordering::Relaxed);
+        self.cell
+            .dropped_late
+            .store(dropped_late, Ordering::Relaxed);
         self.cell
             .max_passed
             .store(self.max_passed, Ordering::Relaxed);
@@ -309,7 +333,7 @@ impl Gate {
 
     /// The gate's progress now (exact: read on the gate's own thread).
     pub fn snapshot(&self) -> GateSnapshot {
-        let [passed, dropped, held] = self.counts;
+        let [passed, dropped, held, dropped_late] = self.counts;
         let applied = *self
             .cell
             .applied
@@ -320,6 +344,7 @@ impl Gate {
             passed,
             dropped,
             held,
+            dropped_late,
             max_passed_event_time_ms: (passed > 0 || self.restored).then_some(self.max_passed),
             applied: applied.state,
             applied_while_stale: applied.stale,
@@ -390,10 +415,12 @@ impl Gate {
         };
     }
 
-    /// Counts one decision and returns the new count of its kind.
+    /// Counts one decision and returns the new count of its kind. A late record (a DROP at or
+    /// below the floor) counts at index 3 instead of 1: `Drop as usize + 2`, branch-free.
     #[inline]
     fn record(&mut self, decision: Decision, event_time_ms: i64) -> u64 {
-        let count = &mut self.counts[decision as usize];
+        let late = usize::from(self.rule.is_late(event_time_ms));
+        let count = &mut self.counts[decision as usize + 2 * late];
         *count += 1;
         let count = *count;
         // Branch-free: decisions on both sides of W interleave unpredictably during a handover.

@@ -20,6 +20,7 @@ struct Retired {
     passed: u64,
     dropped: u64,
     held: u64,
+    dropped_late: u64,
     max_passed: Option<i64>,
 }
 
@@ -51,6 +52,7 @@ impl GateList {
         totals.passed += snapshot.passed;
         totals.dropped += snapshot.dropped;
         totals.held += snapshot.held;
+        totals.dropped_late += snapshot.dropped_late;
         totals.max_passed = totals.max_passed.max(snapshot.max_passed_event_time_ms);
         drop(retired);
         let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
@@ -94,10 +96,12 @@ pub struct ColorAggregate {
     pub gates_without_state: u64,
     /// Passed records, summed over live and ended gates.
     pub passed: u64,
-    /// Dropped records, summed.
+    /// Records dropped because the other color owns them, summed.
     pub dropped: u64,
     /// HOLD decisions, summed.
     pub held: u64,
+    /// Late records dropped (at or below the floor), summed.
+    pub dropped_late: u64,
     /// The maximum passed event time over live and ended gates.
     pub max_passed_event_time_ms: Option<i64>,
     /// The least advanced state applied by a live gate (lowest epoch, then earliest step): what
@@ -117,6 +121,7 @@ fn aggregate(list: &GateList) -> [ColorAggregate; 2] {
             passed: r.passed,
             dropped: r.dropped,
             held: r.held,
+            dropped_late: r.dropped_late,
             max_passed_event_time_ms: r.max_passed,
             least_applied: None,
         }
@@ -127,6 +132,7 @@ fn aggregate(list: &GateList) -> [ColorAggregate; 2] {
         agg.passed += snapshot.passed;
         agg.dropped += snapshot.dropped;
         agg.held += snapshot.held;
+        agg.dropped_late += snapshot.dropped_late;
         agg.max_passed_event_time_ms = agg
             .max_passed_event_time_ms
             .max(snapshot.max_passed_event_time_ms);
@@ -171,6 +177,7 @@ struct StateCollector {
     passed: IntCounterVec,
     dropped: IntCounterVec,
     held: IntCounterVec,
+    dropped_late: IntCounterVec,
     max_passed: IntGaugeVec,
     applied_epoch: IntGaugeVec,
     applied_watermark_stage: IntGaugeVec,
@@ -221,12 +228,17 @@ impl StateCollector {
             )?,
             dropped: counter_vec(
                 "bluegreen_gate_records_dropped_total",
-                "Records the gates dropped (owned by the other color), summed.",
+                "Records the gates dropped because the other color owns them, summed.",
                 "color",
             )?,
             held: counter_vec(
                 "bluegreen_gate_records_held_total",
                 "HOLD decisions (the gate could not decide yet), summed.",
+                "color",
+            )?,
+            dropped_late: counter_vec(
+                "bluegreen_gate_records_dropped_late_total",
+                "Late records the gates dropped (event time at or below the floor), summed.",
                 "color",
             )?,
             max_passed: gauge_vec(
@@ -289,6 +301,10 @@ impl StateCollector {
             set_counter(&self.passed.with_label_values(&color), agg.passed);
             set_counter(&self.dropped.with_label_values(&color), agg.dropped);
             set_counter(&self.held.with_label_values(&color), agg.held);
+            set_counter(
+                &self.dropped_late.with_label_values(&color),
+                agg.dropped_late,
+            );
             self.gates
                 .with_label_values(&color)
                 .set(saturating_i64(agg.gates));
@@ -337,11 +353,12 @@ impl StateCollector {
         self.stale.set(i64::from(shared.is_stale()));
     }
 
-    fn collectors(&self) -> [&dyn Collector; 16] {
+    fn collectors(&self) -> [&dyn Collector; 17] {
         [
             &self.passed,
             &self.dropped,
             &self.held,
+            &self.dropped_late,
             &self.max_passed,
             &self.applied_epoch,
             &self.applied_watermark_stage,

@@ -557,3 +557,126 @@ fn accepted_data_keeps_only_accepted_raw_data() {
         Some((2, next))
     );
 }
+
+fn floored(floor: i64, state: CoordinationState) -> CoordinationState {
+    CoordinationState {
+        floor: Some(floor),
+        ..state
+    }
+}
+
+#[test]
+fn a_gate_under_a_floor_drops_and_counts_late_records() {
+    let shared = shared();
+    let mut green = Gate::new(Color::Green, shared.clone());
+    let mut blue = Gate::new(Color::Blue, shared.clone());
+    shared
+        .offer(floored(W, running(4, Color::Green)))
+        .expect("RUNNING with a floor");
+    green.refresh();
+    assert_eq!(green.rule().floor(), Some(W));
+    // Late records (t <= F) are dropped by both colors and counted apart from ordinary drops.
+    assert_eq!(green.decide(W), Decision::Drop);
+    assert_eq!(green.decide(i64::MIN), Decision::Drop);
+    assert_eq!(green.decide(W + 1), Decision::Pass);
+    assert_eq!(blue.decide(W), Decision::Drop);
+    assert_eq!(blue.decide(W + 1), Decision::Drop);
+    let g = green.snapshot();
+    assert_eq!(
+        (
+            g.passed,
+            g.dropped,
+            g.dropped_late,
+            g.max_passed_event_time_ms
+        ),
+        (1, 0, 2, Some(W + 1))
+    );
+    let b = blue.snapshot();
+    assert_eq!((b.passed, b.dropped, b.dropped_late), (0, 1, 1));
+    // Batches count the same way, and other threads see it after the flush.
+    let mut out = [Decision::Hold; 3];
+    green.decide_batch(&[W - 1, W, W + 2], &mut out);
+    assert_eq!(out, [Decision::Drop, Decision::Drop, Decision::Pass]);
+    assert_eq!(green.handle().snapshot().dropped_late, 4);
+    // The per-color totals and the Prometheus counter, which survive the gate.
+    drop(green);
+    blue.flush();
+    let [blue_agg, green_agg] = shared.aggregates();
+    assert_eq!((blue_agg.dropped_late, green_agg.dropped_late), (1, 4));
+    let registry = prometheus::Registry::new();
+    shared.register_metrics(&registry).expect("register");
+    let text = gather(&registry);
+    assert!(
+        text.contains("bluegreen_gate_records_dropped_late_total{color=\"GREEN\"} 4"),
+        "{text}"
+    );
+    assert!(
+        text.contains("bluegreen_gate_records_dropped_total{color=\"GREEN\"} 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_a_floor_nothing_is_late() {
+    let shared = shared();
+    let mut blue = Gate::new(Color::Blue, shared.clone());
+    shared.offer(running(1, Color::Blue)).expect("RUNNING");
+    blue.refresh();
+    assert_eq!(blue.rule().floor(), None);
+    assert_eq!(blue.decide(i64::MIN), Decision::Pass);
+    assert_eq!(blue.snapshot().dropped_late, 0);
+    // F = i64::MAX: every record is late.
+    let shared = self::shared();
+    let mut blue = Gate::new(Color::Blue, shared.clone());
+    shared
+        .offer(floored(i64::MAX, running(2, Color::Blue)))
+        .expect("RUNNING with the highest floor");
+    assert_eq!(blue.decide(i64::MAX), Decision::Drop);
+    assert_eq!(blue.snapshot().dropped_late, 1);
+}
+
+#[test]
+fn a_hand_deleted_floor_is_refused_and_the_last_good_state_kept() {
+    let shared = shared();
+    let mut green = Gate::new(Color::Green, shared.clone());
+    let good = floored(W, running(4, Color::Green));
+    let mut data = good.to_data();
+    shared.offer_data(&data).expect("RUNNING with a floor");
+    data.remove(keys::FLOOR);
+    let err = shared.offer_data(&data).expect_err("floor deleted by hand");
+    assert_eq!(err.kind(), "IllegalTransition", "{err}");
+    assert!(err.to_string().contains("floor"), "{err}");
+    assert_eq!(shared.current(), Some(good));
+    assert_eq!(rejected(&shared, "IllegalTransition"), 1);
+    assert_eq!(green.decide(W), Decision::Drop);
+    assert_eq!(green.snapshot().dropped_late, 1);
+}
+
+#[test]
+fn a_snapshot_becomes_the_applied_state_line() {
+    let shared = shared();
+    let mut blue = Gate::new(Color::Blue, shared.clone());
+    let before = blue.snapshot().report(None, false);
+    assert_eq!(
+        before.to_string(),
+        "epoch= stage= active= watermark-stage=-1 toggle= floor= max-passed=-9223372036854775808 watermark=-9223372036854775808 idle=false"
+    );
+    shared
+        .offer(floored(500, running(6, Color::Blue)))
+        .expect("RUNNING");
+    shared
+        .offer(floored(
+            500,
+            state(7, Stage::Transitioning, Color::Green, Toggle::Proposed(W)),
+        ))
+        .expect("proposal");
+    assert_eq!(blue.decide(998), Decision::Pass);
+    blue.flush();
+    let report = blue.handle().snapshot().report(Some(995), false);
+    assert_eq!(
+        report.to_string(),
+        "epoch=7 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle=1000 floor=500 max-passed=998 watermark=995 idle=false"
+    );
+    assert!(report.acknowledges(7, W));
+    assert!(!report.past(W));
+}
