@@ -176,6 +176,13 @@ final class HandoverJobTest {
             }
             long b1 = checkpoints(flink, blue);
             long g1 = checkpoints(flink, green);
+            // Green has held since before the hold began: its oldest held record is at least that old.
+            long greenBytes = flink.subtaskMetric(green, gv, P, GateProcessFunction.METRIC_HELD_BYTES).stream()
+                    .mapToLong(Long::parseLong).sum();
+            long greenAge = flink.subtaskMetric(green, gv, P, GateProcessFunction.METRIC_HELD_OLDEST_AGE).stream()
+                    .mapToLong(Long::parseLong).min().getAsLong();
+            check(greenBytes >= 8L * 1_000, "green's held bytes (8 per id): " + greenBytes);
+            check(greenAge >= holdMs, "green's oldest held record is older than the hold: " + greenAge + " ms");
             long expected = holdMs / 1000;
             check(b1 - b0 >= expected / 2, "blue completed " + (b1 - b0) + " checkpoints during a " + holdMs + " ms hold");
             check(g1 - g0 >= expected / 2, "green completed " + (g1 - g0) + " checkpoints during a " + holdMs + " ms hold");
@@ -192,7 +199,8 @@ final class HandoverJobTest {
             checkEq(0L, HandoverJob.Recorder.late(run + "/blue") + HandoverJob.Recorder.late(run + "/green"),
                     "records behind the watermark at the sinks");
             return "hold " + holdMs + " ms: checkpoints completed during the hold: blue " + (b1 - b0) + ", green " + (g1 - g0)
-                    + "; held at most: blue " + maxHeldBlue + ", green " + maxHeldGreen + "; " + v;
+                    + "; held at most: blue " + maxHeldBlue + ", green " + maxHeldGreen + " records; green at the end: " + greenBytes
+                    + " bytes, oldest " + greenAge + " ms; " + v;
         } finally {
             flink.cancel(blue);
             if (green != null) {
