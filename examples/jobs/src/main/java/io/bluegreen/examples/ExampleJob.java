@@ -9,7 +9,11 @@ import io.bluegreen.gate.Stage;
 import io.bluegreen.gate.StateSource;
 import io.bluegreen.gate.StaticStateSource;
 import io.bluegreen.gate.WatermarkStage;
+import io.bluegreen.gate.sink.BlueGreenSinks;
+import io.bluegreen.gate.sink.ColorIsolatedSink;
 import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -21,10 +25,9 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.connector.file.sink.FileSink;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.sink.filesystem.OutputFileConfig;
 import org.apache.flink.streaming.api.functions.sink.filesystem.bucketassigners.BasePathBucketAssigner;
-import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.OnCheckpointRollingPolicy;
 
 /**
  * The example job of the end-to-end tests and the demo: a deterministic, paced, replayable source
@@ -61,11 +64,15 @@ public final class ExampleJob {
             "        static-running:  RUNNING with this color active (passes everything)",
             "        static-handover: epoch 1, TRANSITIONING to --handover-to, WATERMARK_SET at --w",
             "  --w MS                       W for static-handover",
-            "  --handover-to BLUE|GREEN     the incoming color for static-handover (default GREEN)");
+            "  --handover-to BLUE|GREEN     the incoming color for static-handover (default GREEN)",
+            "  --rolling on-checkpoint|default   the FileSink's rolling policy (default on-checkpoint);",
+            "        default: FileSink's default policy as a user would write it, which the gate library refuses",
+            "  --fail-trigger FILE          a task fails once whenever FILE appears (it deletes FILE): a restart on cue");
 
     private static final Set<String> KNOWN = Set.of("output", "version", "topology", "seed", "splits", "rate", "t0",
             "records-per-split", "keys-per-split", "jitter-ms", "idle-split", "idle-active-ms", "idle-cycle-ms",
-            "idleness-ms", "checkpoint-interval-ms", "parallelism", "color", "state-source", "w", "handover-to");
+            "idleness-ms", "checkpoint-interval-ms", "parallelism", "color", "state-source", "w", "handover-to", "rolling",
+            "fail-trigger");
 
     private ExampleJob() {}
 
@@ -124,30 +131,28 @@ public final class ExampleJob {
         StateSource states = stateSource(args, color);
         Path output = new Path(args.get("output"));
         String c = color.name();
+        String rolling = args.getOrDefault("rolling", "on-checkpoint");
+        String failTrigger = args.get("fail-trigger");
         switch (topology) {
             case "keyed": {
-                DataStream<String> lines = counted(events).map(new ToLine(c, version)).uid("to-line").name("to-line");
-                GateSinkWrapper.sinkTo(lines, new GateProcessFunction<>(color, states), fileSink(output, c))
-                        .uid("file-sink-" + c).name("file-sink-" + c);
+                DataStream<String> lines = counted(events).map(new ToLine(c, version, failTrigger)).uid("to-line").name("to-line");
+                BlueGreenSinks.sinkTo(lines, new GateProcessFunction<>(color, states), fileSink(output, color, rolling), "file-sink");
                 break;
             }
             case "chained": {
-                DataStream<String> lines = events.map(new ToLine(c, version)).uid("to-line-chained").name("to-line");
-                GateSinkWrapper.sinkTo(lines, new GateProcessFunction<>(color, states), fileSink(output, c))
-                        .uid("file-sink-" + c).name("file-sink-" + c);
+                DataStream<String> lines = events.map(new ToLine(c, version, failTrigger)).uid("to-line-chained").name("to-line");
+                BlueGreenSinks.sinkTo(lines, new GateProcessFunction<>(color, states), fileSink(output, color, rolling), "file-sink");
                 break;
             }
             case "two-sinks": {
-                DataStream<String> lines = counted(events).map(new ToLine(c, version)).uid("to-line").name("to-line");
-                GateSinkWrapper.sinkTo(lines, new GateProcessFunction<>(color, states), fileSink(new Path(output, "a"), c))
-                        .uid("file-sink-" + c + "-a").name("file-sink-" + c + "-a");
+                DataStream<String> lines = counted(events).map(new ToLine(c, version, failTrigger)).uid("to-line").name("to-line");
+                BlueGreenSinks.sinkTo(lines, new GateProcessFunction<>(color, states),
+                        fileSink(new Path(output, "a"), color, rolling), "file-sink-a");
                 // The second gate needs its own uid: Flink refuses two operators with one uid.
-                lines.process(new GateProcessFunction<>(color, states), lines.getType())
-                        .uid(GateSinkWrapper.UID + "-b").name(GateSinkWrapper.UID + "-b (" + c + ")")
-                        .setParallelism(lines.getParallelism())
-                        .sinkTo(fileSink(new Path(output, "b"), c))
-                        .setParallelism(lines.getParallelism())
-                        .uid("file-sink-" + c + "-b").name("file-sink-" + c + "-b");
+                SingleOutputStreamOperator<String> gatedB = GateSinkWrapper.gate(lines,
+                        new GateProcessFunction<>(color, states), GateSinkWrapper.UID + "-b");
+                gatedB.sinkTo(ColorIsolatedSink.wrap(fileSink(new Path(output, "b"), color, rolling), color))
+                        .uid("file-sink-b").name("file-sink-b").setParallelism(gatedB.getParallelism());
                 break;
             }
             default:
@@ -160,13 +165,26 @@ public final class ExampleJob {
         return events.keyBy(e -> e.key, Types.LONG).process(new RunningCount()).uid("running-count").name("running-count");
     }
 
-    /** An exactly-once row-format FileSink committing on checkpoints, part files {@code part-<COLOR>-...}. */
-    private static FileSink<String> fileSink(Path dir, String color) {
-        return FileSink.forRowFormat(dir, new SimpleStringEncoder<String>("UTF-8"))
-                .withBucketAssigner(new BasePathBucketAssigner<>())
-                .withRollingPolicy(OnCheckpointRollingPolicy.build())
-                .withOutputFileConfig(OutputFileConfig.builder().withPartPrefix("part-" + color).withPartSuffix(".csv").build())
-                .build();
+    /**
+     * An exactly-once row-format FileSink committing on checkpoints, part files {@code part-<color>-...}
+     * ({@link BlueGreenSinks#rowFormat}); with {@code --rolling default}, FileSink's default rolling
+     * policy as a user would write it, which {@link BlueGreenSinks#sinkTo} refuses at job start.
+     */
+    private static FileSink<String> fileSink(Path dir, Color color, String rolling) {
+        SimpleStringEncoder<String> encoder = new SimpleStringEncoder<>("UTF-8");
+        switch (rolling) {
+            case "on-checkpoint":
+                return BlueGreenSinks.rowFormat(dir, encoder, color)
+                        .withBucketAssigner(new BasePathBucketAssigner<>())
+                        .build();
+            case "default":
+                return FileSink.forRowFormat(dir, encoder)
+                        .withBucketAssigner(new BasePathBucketAssigner<>())
+                        .withOutputFileConfig(BlueGreenSinks.outputFileConfig("part", color))
+                        .build();
+            default:
+                throw new IllegalArgumentException("--rolling must be on-checkpoint or default, got '" + rolling + "'");
+        }
     }
 
     private static StateSource stateSource(Map<String, String> args, Color color) {
@@ -226,19 +244,34 @@ public final class ExampleJob {
         return (int) v;
     }
 
-    /** Formats a counted event as an output line (color and version fixed per job). */
+    /**
+     * Formats a counted event as an output line (color and version fixed per job); fails the task
+     * once whenever the fail-trigger file appears (looked for at most every 100 ms).
+     */
     static final class ToLine implements MapFunction<Event, String> {
         private static final long serialVersionUID = 1L;
         private final String color;
         private final String version;
+        private final String failTrigger;
+        private transient long nextLookNanos;
 
-        ToLine(String color, String version) {
+        ToLine(String color, String version, String failTrigger) {
             this.color = color;
             this.version = version;
+            this.failTrigger = failTrigger;
         }
 
         @Override
-        public String map(Event e) {
+        public String map(Event e) throws Exception {
+            if (failTrigger != null) {
+                long now = System.nanoTime();
+                if (now - nextLookNanos >= 0) {
+                    nextLookNanos = now + 100_000_000L;
+                    if (Files.deleteIfExists(Paths.get(failTrigger))) {
+                        throw new IllegalStateException("fail trigger " + failTrigger + " found: failing this task on cue");
+                    }
+                }
+            }
             return e.line(color, version);
         }
     }
