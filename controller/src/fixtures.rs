@@ -1,6 +1,6 @@
 //! Builders of test objects.
 
-use bluegreen_protocol::Color;
+use bluegreen_protocol::{AppliedState, Color, GateReport, Stage, Toggle};
 
 use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, GateObs, Observed};
 use crate::resource::{
@@ -56,8 +56,33 @@ pub fn observed() -> Observed {
     }
 }
 
-/// A running child with template hash `hash`, gates at `epoch`/`stage`, `max_passed` and
-/// watermark `wm`.
+/// The W the fixtures' gates applied at watermark stage 1 or 2.
+pub const W: i64 = 70_000;
+
+/// A gate report: the handover towards green at `epoch`, at watermark `stage` (0 none, 1 W
+/// proposed, 2 W set; W is [`W`]), with `max_passed` and watermark `wm`.
+pub fn report(epoch: u64, stage: u8, max_passed: Option<i64>, wm: i64) -> GateReport {
+    let toggle = match stage {
+        0 => Toggle::NotSet,
+        1 => Toggle::Proposed(W),
+        _ => Toggle::Set(W),
+    };
+    GateReport {
+        applied: Some(AppliedState {
+            epoch,
+            stage: Stage::Transitioning,
+            active: Color::Green,
+            toggle,
+            floor: None,
+        }),
+        max_passed,
+        watermark: Some(wm).filter(|w| *w != i64::MIN),
+        idle: false,
+    }
+}
+
+/// A running child with template hash `hash` and one gate per subtask (two) reporting
+/// [`report`]`(epoch, stage, max_passed, wm)`.
 pub fn running(hash: &str, epoch: u64, stage: u8, max_passed: Option<i64>, wm: i64) -> ChildObs {
     ChildObs {
         template_hash: Some(hash.into()),
@@ -72,11 +97,8 @@ pub fn running(hash: &str, epoch: u64, stage: u8, max_passed: Option<i64>, wm: i
             latest_checkpoint: Some("file:///cp/3".into()),
             savepoint: None,
             gates: Some(GateObs {
-                min_epoch: epoch,
-                min_watermark_stage: stage,
-                max_passed,
+                reports: vec![report(epoch, stage, max_passed, wm); 2],
             }),
-            watermark: Some(wm),
         }),
     }
 }

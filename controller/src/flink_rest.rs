@@ -8,19 +8,11 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::observed::{FlinkObs, GateObs, SavepointObs};
+use bluegreen_protocol::{GATE_REPORT_METRIC, GateReport};
+use serde::Deserialize;
 
 /// The default REST URL template: the Apache operator's `<name>-rest` Service.
 pub const DEFAULT_URL_TEMPLATE: &str = "http://{name}-rest.{namespace}.svc:8081";
-
-/// Suffixes of the gate metrics every gate registers (`<operator>.<metric>` in Flink's REST API).
-pub mod gate_metrics {
-    /// Epoch the gate applied.
-    pub const EPOCH: &str = "bluegreenGateEpoch";
-    /// Watermark stage the gate applied (0, 1, 2).
-    pub const WATERMARK_STAGE: &str = "bluegreenGateWatermarkStage";
-    /// Highest event time the gate passed.
-    pub const MAX_PASSED: &str = "bluegreenGateMaxPassedEventTime";
-}
 
 /// A client of one Flink cluster's REST API.
 #[derive(Clone, Debug)]
@@ -66,89 +58,71 @@ impl FlinkRest {
 
     /// Everything `plan` needs about job `job_id`; `savepoint_trigger` is polled when given.
     pub async fn observe(&self, job_id: &str, savepoint_trigger: Option<&str>) -> Result<FlinkObs> {
-        let checkpoints = self.get(&format!("/jobs/{job_id}/checkpoints")).await?;
-        let completed = checkpoints["counts"]["completed"].as_u64().unwrap_or(0);
-        let latest = checkpoints["latest"]["completed"]["external_path"]
-            .as_str()
-            .map(str::to_owned);
+        let checkpoints: Checkpoints = self
+            .get_typed(&format!("/jobs/{job_id}/checkpoints"))
+            .await?;
         let savepoint = match savepoint_trigger {
             Some(trigger) => Some(self.savepoint_status(job_id, trigger).await?),
             None => None,
         };
-        let (gates, watermark) = self.gates(job_id).await?;
+        let gates = self.gates(job_id).await?;
         Ok(FlinkObs {
-            checkpoints_completed: completed,
-            latest_checkpoint: latest,
+            checkpoints_completed: checkpoints.counts.completed,
+            latest_checkpoint: checkpoints
+                .latest
+                .and_then(|l| l.completed)
+                .and_then(|c| c.external_path),
             savepoint,
             gates,
-            watermark,
         })
     }
 
-    /// Finds the vertex that holds the gate and reads its aggregated metrics and watermark.
-    async fn gates(&self, job_id: &str) -> Result<(Option<GateObs>, Option<i64>)> {
-        let job = self.get(&format!("/jobs/{job_id}")).await?;
-        let vertices = job["vertices"].as_array().cloned().unwrap_or_default();
-        for vertex in vertices {
-            let Some(vid) = vertex["id"].as_str() else {
+    async fn get_typed<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T> {
+        let value = self.get(path).await?;
+        serde_json::from_value(value).map_err(|e| Error::FlinkRest {
+            url: format!("{}{path}", self.base),
+            message: format!("unexpected answer: {e}"),
+        })
+    }
+
+    /// Every gate subtask's `bluegreenGateAppliedState` line, on every vertex: gates are found by
+    /// the metric's name alone (ids ending in it), whatever the operator is called and whichever
+    /// vertex it is chained into. `None` when no vertex has a gate.
+    async fn gates(&self, job_id: &str) -> Result<Option<GateObs>> {
+        let job: JobDetails = self.get_typed(&format!("/jobs/{job_id}")).await?;
+        let mut reports = Vec::new();
+        for vertex in job.vertices {
+            let vid = &vertex.id;
+            let listed: Vec<MetricId> = self
+                .get_typed(&format!("/jobs/{job_id}/vertices/{vid}/subtasks/metrics"))
+                .await?;
+            let Some(metric) = listed.iter().find(|m| m.id.ends_with(GATE_REPORT_METRIC)) else {
                 continue;
             };
-            let listed = self
-                .get(&format!("/jobs/{job_id}/vertices/{vid}/subtasks/metrics"))
-                .await?;
-            let ids: Vec<&str> = listed
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|m| m["id"].as_str())
-                .collect();
-            let Some(epoch_id) = ids.iter().find(|id| id.ends_with(gate_metrics::EPOCH)) else {
-                continue;
-            };
-            let prefix = &epoch_id[..epoch_id.len() - gate_metrics::EPOCH.len()];
-            let names = [
-                gate_metrics::EPOCH,
-                gate_metrics::WATERMARK_STAGE,
-                gate_metrics::MAX_PASSED,
-            ]
-            .map(|m| format!("{prefix}{m}"));
-            let values = self
-                .get(&format!(
-                    "/jobs/{job_id}/vertices/{vid}/subtasks/metrics?get={}&agg=min,max",
-                    names.join(",")
-                ))
-                .await?;
-            let agg = |name: &str, which: &str| {
-                values
-                    .as_array()
+            for subtask in 0..vertex.parallelism {
+                let path = format!(
+                    "/jobs/{job_id}/vertices/{vid}/subtasks/{subtask}/metrics?get={}",
+                    metric.id
+                );
+                let values: Vec<MetricValue> = self.get_typed(&path).await?;
+                let line = values
                     .into_iter()
-                    .flatten()
-                    .find(|m| m["id"].as_str() == Some(name))
-                    .and_then(|m| number(&m[which]))
-            };
-            let gates = GateObs {
-                min_epoch: agg(&names[0], "min").map_or(0, |v| u64::try_from(v).unwrap_or(0)),
-                min_watermark_stage: agg(&names[1], "min")
-                    .map_or(0, |v| u8::try_from(v).unwrap_or(0)),
-                max_passed: agg(&names[2], "max").filter(|v| *v > i64::MIN / 2),
-            };
-            let watermarks = self
-                .get(&format!("/jobs/{job_id}/vertices/{vid}/watermarks"))
-                .await?;
-            let watermark = watermarks
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|w| {
-                    w["id"]
-                        .as_str()
-                        .is_some_and(|id| id.ends_with("currentInputWatermark"))
-                })
-                .filter_map(|w| number(&w["value"]))
-                .min();
-            return Ok((Some(gates), watermark));
+                    .find(|v| v.id == metric.id)
+                    .ok_or_else(|| Error::FlinkRest {
+                        url: format!("{}{path}", self.base),
+                        message: format!("subtask {subtask} does not report {}", metric.id),
+                    })?;
+                let report = line
+                    .value
+                    .parse::<GateReport>()
+                    .map_err(|e| Error::FlinkRest {
+                        url: format!("{}{path}", self.base),
+                        message: format!("{} of subtask {subtask} does not parse: {e}", metric.id),
+                    })?;
+                reports.push(report);
+            }
         }
-        Ok((None, None))
+        Ok((!reports.is_empty()).then_some(GateObs { reports }))
     }
 
     /// Triggers a savepoint of `job_id` (the job keeps running); returns the trigger id.
@@ -231,6 +205,56 @@ impl FlinkRest {
     }
 }
 
+/// `GET /jobs/:jid`, as far as the controller reads it.
+#[derive(Deserialize)]
+struct JobDetails {
+    vertices: Vec<Vertex>,
+}
+
+#[derive(Deserialize)]
+struct Vertex {
+    id: String,
+    parallelism: u32,
+}
+
+/// An entry of a metric listing (`…/subtasks/metrics` without `get`).
+#[derive(Deserialize)]
+struct MetricId {
+    id: String,
+}
+
+/// A metric value of one subtask (`…/subtasks/:i/metrics?get=`); Flink sends values as strings.
+#[derive(Deserialize)]
+struct MetricValue {
+    id: String,
+    value: String,
+}
+
+/// `GET /jobs/:jid/checkpoints`, as far as the controller reads it.
+#[derive(Deserialize)]
+struct Checkpoints {
+    counts: CheckpointCounts,
+    #[serde(default)]
+    latest: Option<LatestCheckpoints>,
+}
+
+#[derive(Deserialize)]
+struct CheckpointCounts {
+    completed: u64,
+}
+
+#[derive(Deserialize)]
+struct LatestCheckpoints {
+    #[serde(default)]
+    completed: Option<CompletedCheckpoint>,
+}
+
+#[derive(Deserialize)]
+struct CompletedCheckpoint {
+    #[serde(default)]
+    external_path: Option<String>,
+}
+
 /// The body of `POST /jobs/:jid/stop` (Flink's `StopWithSavepointRequestBody`).
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -256,26 +280,6 @@ fn request_id(url: &str, value: &Value) -> Result<String> {
             url: url.to_owned(),
             message: format!("no request-id in {value}: {e}"),
         })
-}
-
-/// Flink reports metric values as JSON numbers and watermarks as strings.
-fn number(value: &Value) -> Option<i64> {
-    match value {
-        Value::String(s) => s
-            .parse::<i64>()
-            .ok()
-            .or_else(|| s.parse::<f64>().ok().map(saturate)),
-        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(saturate)),
-        _ => None,
-    }
-}
-
-#[allow(
-    clippy::cast_possible_truncation,
-    reason = "saturating float-to-int conversion is the intent"
-)]
-fn saturate(v: f64) -> i64 {
-    v as i64
 }
 
 fn rest_error(url: &str, e: &reqwest::Error) -> Error {
@@ -321,11 +325,109 @@ mod tests {
         assert_eq!(rest.base, "http://orders-green-rest.prod.svc:8081");
     }
 
-    #[test]
-    fn numbers_come_as_strings_or_floats() {
-        assert_eq!(number(&json!("-9223372036854775808")), Some(i64::MIN));
-        assert_eq!(number(&json!(1.7e12)), Some(1_700_000_000_000));
-        assert_eq!(number(&json!(3)), Some(3));
-        assert_eq!(number(&json!(null)), None);
+    /// A Flink REST fake: vertex `src` (parallelism 2) has a gate chained into the source under
+    /// an arbitrary operator name, vertex `sink` (parallelism 1) another gate; `lines` are the
+    /// `bluegreenGateAppliedState` values by (vertex, subtask).
+    async fn fake(lines: [(&'static str, u32, &'static str); 3]) -> String {
+        use axum::extract::Path;
+        use axum::routing::get;
+        let router = axum::Router::new()
+            .route(
+                "/jobs/{jid}",
+                get(|| async {
+                    axum::Json(json!({"vertices": [
+                        {"id": "src", "name": "Source: orders -> Filter", "parallelism": 2},
+                        {"id": "sink", "name": "Count -> Sink", "parallelism": 1},
+                    ]}))
+                }),
+            )
+            .route(
+                "/jobs/{jid}/vertices/{vid}/subtasks/metrics",
+                get(|Path((_, vid)): Path<(String, String)>| async move {
+                    axum::Json(json!([
+                        {"id": "numRecordsOut"},
+                        {"id": format!("my_gate_{vid}.bluegreenGateAppliedState")},
+                    ]))
+                }),
+            )
+            .route(
+                "/jobs/{jid}/vertices/{vid}/subtasks/{i}/metrics",
+                get(move |Path((_, vid, i)): Path<(String, String, u32)>| async move {
+                    let line = lines
+                        .iter()
+                        .find(|(v, s, _)| *v == vid && *s == i)
+                        .map_or("", |l| l.2);
+                    axum::Json(json!([
+                        {"id": format!("my_gate_{vid}.bluegreenGateAppliedState"), "value": line},
+                    ]))
+                }),
+            )
+            .route(
+                "/jobs/{jid}/checkpoints",
+                get(|| async { axum::Json(json!({"counts": {"completed": 4}, "latest": {"completed": null}})) }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        format!("http://{addr}")
+    }
+
+    fn line(toggle: i64, max_passed: i64) -> String {
+        format!(
+            "epoch=2 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle={toggle} floor= max-passed={max_passed} watermark=990 idle=false"
+        )
+    }
+
+    fn leak(s: String) -> &'static str {
+        Box::leak(s.into_boxed_str())
+    }
+
+    #[tokio::test]
+    async fn every_gate_subtask_on_every_vertex_must_acknowledge_by_content() {
+        // Subtask 1 of the source vertex still reports the previous proposal (W = 900) with the
+        // maximum it had then: a fresh stage with a stale maximum, which aggregated gauges
+        // (min epoch, min stage, max passed) accepted.
+        let base = fake([
+            ("src", 0, leak(line(1000, 998))),
+            ("src", 1, leak(line(900, 899))),
+            ("sink", 0, leak(line(1000, 995))),
+        ])
+        .await;
+        let rest = FlinkRest::new(http_client(Duration::from_secs(2)), &base, "ns", "d");
+        let obs = rest.observe("job", None).await.expect("observe");
+        let gates = obs.gates.expect("gates found by metric name");
+        assert_eq!(gates.reports.len(), 3, "both vertices, every subtask");
+        assert!(
+            !gates.acknowledge(2, 1000),
+            "a stale subtask does not acknowledge"
+        );
+        assert_eq!(obs.checkpoints_completed, 4);
+        let base = fake([
+            ("src", 0, leak(line(1000, 998))),
+            ("src", 1, leak(line(1000, 1001))),
+            ("sink", 0, leak(line(1000, 995))),
+        ])
+        .await;
+        let rest = FlinkRest::new(http_client(Duration::from_secs(2)), &base, "ns", "d");
+        let gates = rest.observe("job", None).await.unwrap().gates.unwrap();
+        assert!(gates.acknowledge(2, 1000));
+        assert_eq!(gates.max_passed(), Some(1001), "W must be raised above it");
+        assert_eq!(gates.watermark(), Some(990));
+    }
+
+    #[tokio::test]
+    async fn a_line_that_does_not_parse_is_an_error() {
+        let base = fake([
+            ("src", 0, "epoch=2 stage=SOMETHING"),
+            ("src", 1, leak(line(1000, 998))),
+            ("sink", 0, leak(line(1000, 995))),
+        ])
+        .await;
+        let rest = FlinkRest::new(http_client(Duration::from_secs(2)), &base, "ns", "d");
+        let err = rest.observe("job", None).await.expect_err("bad line");
+        assert!(
+            err.to_string().contains("bluegreenGateAppliedState"),
+            "{err}"
+        );
     }
 }

@@ -19,6 +19,9 @@ pub struct Metrics {
     pub stage: IntGaugeVec,
     /// W of the handover in progress per resource.
     pub toggle: IntGaugeVec,
+    /// `bluegreen_controller_waiting_for_watermark{namespace,name,color}`: 1 while the handover
+    /// waits for that job's gate watermark to pass W.
+    pub waiting_for_watermark: IntGaugeVec,
     /// Finished handovers by outcome.
     pub handovers: IntCounterVec,
     /// Handover durations (start to the outgoing job's deletion).
@@ -65,6 +68,14 @@ impl Metrics {
             &["namespace", "name"],
         )
         .expect("valid metric");
+        let waiting_for_watermark = IntGaugeVec::new(
+            Opts::new(
+                "bluegreen_controller_waiting_for_watermark",
+                "1 while the handover waits for this job's gate watermark to pass W",
+            ),
+            &["namespace", "name", "color"],
+        )
+        .expect("valid metric");
         let handovers = IntCounterVec::new(
             Opts::new(
                 "bluegreen_controller_handovers_total",
@@ -97,6 +108,7 @@ impl Metrics {
             Box::new(reconcile_duration.clone()),
             Box::new(stage.clone()),
             Box::new(toggle.clone()),
+            Box::new(waiting_for_watermark.clone()),
             Box::new(handovers.clone()),
             Box::new(handover_duration.clone()),
             Box::new(leader.clone()),
@@ -112,6 +124,7 @@ impl Metrics {
             reconcile_duration,
             stage,
             toggle,
+            waiting_for_watermark,
             handovers,
             handover_duration,
             leader,

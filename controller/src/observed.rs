@@ -1,7 +1,7 @@
 //! What one reconcile saw: the resource, its children, the ConfigMap and what Flink's REST API
 //! reported. Gathered by `observe`, consumed by the pure `handover::plan`.
 
-use bluegreen_protocol::{Color, CoordinationState};
+use bluegreen_protocol::{Color, CoordinationState, GateReport};
 use jiff::Timestamp;
 
 use crate::resource::FlinkBlueGreenDeploymentStatus;
@@ -98,10 +98,17 @@ pub struct FlinkObs {
     pub latest_checkpoint: Option<String>,
     /// Status of the savepoint whose trigger id is in the resource's status.
     pub savepoint: Option<SavepointObs>,
-    /// The gates' metrics, aggregated over subtasks.
+    /// The `bluegreenGateAppliedState` line of every gate subtask; `None` when the job has no
+    /// gate.
     pub gates: Option<GateObs>,
-    /// The minimum current input watermark over the gate operator's subtasks.
-    pub watermark: Option<i64>,
+}
+
+impl FlinkObs {
+    /// The job's handover watermark: the minimum of its gates' watermarks, idle gates left
+    /// out; `None` when a gate that is not idle has none, or there is no gate.
+    pub fn watermark(&self) -> Option<i64> {
+        self.gates.as_ref().and_then(GateObs::watermark)
+    }
 }
 
 /// A savepoint's progress.
@@ -118,15 +125,47 @@ pub enum SavepointObs {
     Unknown,
 }
 
-/// Gate metrics of one job, aggregated over its subtasks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The gates of one job: one report per gate subtask, over every vertex.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GateObs {
-    /// The lowest epoch any gate has applied.
-    pub min_epoch: u64,
-    /// The lowest watermark stage any gate has applied (0 not set, 1 waiting, 2 set).
-    pub min_watermark_stage: u8,
-    /// The highest event time any gate has passed (`None`: nothing passed yet).
-    pub max_passed: Option<i64>,
+    /// Every gate subtask's `bluegreenGateAppliedState` line.
+    pub reports: Vec<GateReport>,
+}
+
+impl GateObs {
+    /// Whether every gate subtask applied the proposal of `w` in `epoch`. Decided on the
+    /// lines' content alone, so a late metric store cannot pair a new stage with an old maximum.
+    pub fn acknowledge(&self, epoch: u64, w: i64) -> bool {
+        !self.reports.is_empty() && self.reports.iter().all(|r| r.acknowledges(epoch, w))
+    }
+
+    /// The highest event time any gate passed (`None`: nothing passed yet).
+    pub fn max_passed(&self) -> Option<i64> {
+        self.reports.iter().filter_map(|r| r.max_passed).max()
+    }
+
+    /// Whether every gate's watermark is past `w` (an idle gate counts as past).
+    pub fn past(&self, w: i64) -> bool {
+        !self.reports.is_empty() && self.reports.iter().all(|r| r.past(w))
+    }
+
+    /// Whether being past `w` rests on an idle gate whose own watermark is not past it.
+    pub fn relies_on_idleness(&self, w: i64) -> bool {
+        self.reports
+            .iter()
+            .any(|r| r.idle && r.watermark.is_none_or(|wm| wm <= w))
+    }
+
+    /// The minimum watermark over the gates that are not idle; `None` when one has none, or
+    /// there are no such gates.
+    pub fn watermark(&self) -> Option<i64> {
+        self.reports
+            .iter()
+            .filter(|r| !r.idle)
+            .map(|r| r.watermark)
+            .min_by_key(|w| w.unwrap_or(i64::MIN))
+            .flatten()
+    }
 }
 
 /// Everything `plan` needs for one resource.

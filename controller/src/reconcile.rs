@@ -89,6 +89,16 @@ fn record_metrics(
         .toggle
         .with_label_values(&[ns.as_str(), name.as_str()])
         .set(toggle.unwrap_or(0));
+    for color in [Color::Blue, Color::Green] {
+        let waiting = status
+            .transition
+            .as_ref()
+            .is_some_and(|t| t.waiting_for_watermarks.iter().any(|w| w.color == color));
+        ctx.metrics
+            .waiting_for_watermark
+            .with_label_values(&[ns.as_str(), name.as_str(), color.as_str()])
+            .set(i64::from(waiting));
+    }
     let previous = fbgd.status.as_ref().map_or(0, |s| s.history.len());
     let newest = status.history.first();
     if let Some(record) = newest

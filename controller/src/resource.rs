@@ -351,6 +351,43 @@ pub struct Transition {
     /// The outgoing job's stop-with-savepoint at teardown.
     #[serde(default, skip_serializing_if = "OutgoingStop::is_empty")]
     pub stop: OutgoingStop,
+    /// The jobs whose gates' watermark the handover waits on to pass W.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for_watermarks: Vec<WatermarkWait>,
+    /// The colors whose gates counted as past W at promotion only because all their inputs
+    /// were idle.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub past_w_by_idleness: Vec<Color>,
+}
+
+/// A job whose gates' watermark has not passed W yet.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WatermarkWait {
+    /// The job's color.
+    pub color: Color,
+    /// Its handover watermark: the minimum over its gates that are not idle (none yet: absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<i64>,
+    /// W.
+    pub toggle: i64,
+}
+
+impl std::fmt::Display for WatermarkWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.watermark {
+            Some(wm) => write!(
+                f,
+                "the {} job's gate watermark ({wm}) to pass W = {}",
+                self.color, self.toggle
+            ),
+            None => write!(
+                f,
+                "the {} job's gates to report a watermark past W = {}",
+                self.color, self.toggle
+            ),
+        }
+    }
 }
 
 /// The outgoing job's stop-with-savepoint (`POST /jobs/:jid/stop`, no drain) at teardown: it
@@ -440,6 +477,9 @@ pub struct TransitionRecord {
     /// Why, for an abort.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The colors whose gates counted as past W only because all their inputs were idle.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub past_w_by_idleness: Vec<Color>,
     /// Start (RFC 3339).
     pub started_at: String,
     /// End (RFC 3339).

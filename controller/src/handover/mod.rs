@@ -10,7 +10,10 @@ use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle, check_transiti
 use jiff::Timestamp;
 
 use crate::conditions::{self, Health};
-use crate::observed::{ChildObs, ConfigMapObs, ManualAction, Observed, SavepointObs};
+use crate::observed::{
+    ChildObs, ConfigMapObs, FlinkObs, GateObs, ManualAction, Observed, SavepointObs,
+};
+use crate::resource::WatermarkWait;
 use crate::resource::{
     FlinkBlueGreenDeploymentStatus, OutgoingStop, Phase, RestoreFrom, Transition, TransitionRecord,
 };
@@ -321,6 +324,8 @@ impl Planner<'_> {
             phase_started_at: now,
             abort_reason: None,
             stop: OutgoingStop::default(),
+            waiting_for_watermarks: Vec::new(),
+            past_w_by_idleness: Vec::new(),
         });
         self.note(
             false,
@@ -360,6 +365,8 @@ impl Planner<'_> {
             phase_started_at: now,
             abort_reason: None,
             stop: OutgoingStop::default(),
+            waiting_for_watermarks: Vec::new(),
+            past_w_by_idleness: Vec::new(),
         });
         self.note(
             false,
@@ -663,16 +670,12 @@ impl Planner<'_> {
             );
             return;
         }
-        let Some(gates) = outgoing.flink.as_ref().and_then(|f| f.gates) else {
+        let Some(gates) = outgoing.flink.as_ref().and_then(|f| f.gates.clone()) else {
             self.wait_or_abort(settings, &t, "NoGateMetrics", "the outgoing job reports no bluegreen gate metrics: is a GateProcessFunction in the pipeline?");
             return;
         };
-        let watermark = outgoing
-            .flink
-            .as_ref()
-            .and_then(|f| f.watermark)
-            .unwrap_or(i64::MIN);
-        let progress = gates.max_passed.unwrap_or(i64::MIN).max(watermark);
+        let watermark = gates.watermark().unwrap_or(i64::MIN);
+        let progress = gates.max_passed().unwrap_or(i64::MIN).max(watermark);
         let above_floor = self.status.floor.map_or(i64::MIN, |f| f.saturating_add(1));
         let w = match settings.toggle {
             ToggleRule::Offset(offset) => progress.saturating_add(offset).max(above_floor),
@@ -704,8 +707,8 @@ impl Planner<'_> {
         let acked = outgoing
             .flink
             .as_ref()
-            .and_then(|f| f.gates)
-            .filter(|g| g.min_epoch >= t.epoch && g.min_watermark_stage >= 1);
+            .and_then(|f| f.gates.clone())
+            .filter(|g| g.acknowledge(t.epoch, w));
         let Some(gates) = acked else {
             self.wait_or_abort(
                 settings,
@@ -715,7 +718,7 @@ impl Planner<'_> {
             );
             return;
         };
-        match gates.max_passed {
+        match gates.max_passed() {
             Some(max) if max > w => {
                 let raised = match settings.toggle {
                     ToggleRule::Offset(offset) => max.saturating_add(offset),
@@ -779,10 +782,32 @@ impl Planner<'_> {
             return;
         }
         let flink = incoming.flink.clone().unwrap_or_default();
-        let in_wm = flink.watermark.unwrap_or(i64::MIN);
-        let out_wm = outgoing.flink.as_ref().and_then(|f| f.watermark);
-        let outgoing_done =
-            out_wm.is_some_and(|wm| wm > w) || self.obs.child(t.from.expect("handover")).is_none();
+        let in_gates = flink.gates.clone().unwrap_or_default();
+        let out_gates = outgoing
+            .flink
+            .as_ref()
+            .and_then(|f| f.gates.clone())
+            .unwrap_or_default();
+        let in_wm = flink.watermark().unwrap_or(i64::MIN);
+        let out_wm = outgoing.flink.as_ref().and_then(FlinkObs::watermark);
+        let from = t.from.expect("handover");
+        let outgoing_gone = self.obs.child(from).is_none();
+        let mut watermark_waits = Vec::new();
+        if !in_gates.past(w) {
+            watermark_waits.push(WatermarkWait {
+                color: t.to,
+                watermark: flink.watermark(),
+                toggle: w,
+            });
+        }
+        if !outgoing_gone && !out_gates.past(w) {
+            watermark_waits.push(WatermarkWait {
+                color: from,
+                watermark: out_wm,
+                toggle: w,
+            });
+        }
+        self.watermark_waits(&watermark_waits);
         let mut waiting = Vec::new();
         if !incoming.running() {
             waiting.push("the incoming job to run".to_owned());
@@ -793,14 +818,8 @@ impl Planner<'_> {
                 flink.checkpoints_completed, settings.min_checkpoints
             ));
         }
-        if in_wm <= w {
-            waiting.push(format!("the incoming watermark ({in_wm}) to pass W = {w}"));
-        }
-        if !outgoing_done {
-            waiting.push(format!(
-                "the outgoing watermark ({}) to pass W = {w}",
-                out_wm.map_or("unknown".into(), |v| v.to_string())
-            ));
+        for wait in &watermark_waits {
+            waiting.push(wait.to_string());
         }
         if let (Some(max_lag), Some(out)) = (settings.max_lag, out_wm) {
             let lag = out.saturating_sub(in_wm);
@@ -824,15 +843,57 @@ impl Planner<'_> {
         if manual_promote {
             self.actions.push(Action::ClearManualAction);
         }
+        self.promote(settings, &t, [(t.to, &in_gates), (from, &out_gates)]);
+    }
+
+    /// Promotes the incoming color: ClearToTeardown, noting which gates passed W by idleness.
+    fn promote(&mut self, settings: &Settings, t: &Transition, gates: [(Color, &GateObs); 2]) {
+        let w = t.toggle.expect("W is set in ToggleSet");
+        let idle: Vec<Color> = gates
+            .into_iter()
+            .filter(|(_, g)| g.relies_on_idleness(w))
+            .map(|(c, _)| c)
+            .collect();
+        if !idle.is_empty() {
+            self.note(
+                false,
+                "PastWByIdleness",
+                format!(
+                    "the gates of {idle:?} count as past W = {w} because all their inputs are idle"
+                ),
+            );
+        }
+        self.transition().past_w_by_idleness = idle;
         self.status.active_color = Some(t.to);
         self.status.deployed_template_hash = Some(t.template_hash.clone());
         self.status.deployed_redeploy_nonce = t.redeploy_nonce;
+        self.transition().waiting_for_watermarks.clear();
         self.set_phase(Phase::ClearToTeardown);
         self.note(false, "Promoted", format!("{} promoted at W = {w}", t.to));
         self.health.progressing(
             "ClearToTeardown",
             format!("keeping the outgoing job for {:?}", settings.deletion_delay),
         );
+    }
+
+    /// Records the watermarks the handover waits on; an event when that set changes.
+    fn watermark_waits(&mut self, waits: &[WatermarkWait]) {
+        let before: Vec<Color> = self
+            .transition()
+            .waiting_for_watermarks
+            .iter()
+            .map(|w| w.color)
+            .collect();
+        let now: Vec<Color> = waits.iter().map(|w| w.color).collect();
+        if !now.is_empty() && before != now {
+            let list: Vec<String> = waits.iter().map(ToString::to_string).collect();
+            self.note(
+                false,
+                "WaitingForWatermark",
+                format!("waiting for {}", list.join(", ")),
+            );
+        }
+        self.transition().waiting_for_watermarks = waits.to_vec();
     }
 
     fn clear_to_teardown(&mut self, settings: &Settings) {
@@ -1090,6 +1151,7 @@ impl Planner<'_> {
             toggle: t.toggle,
             outcome: outcome.to_owned(),
             reason,
+            past_w_by_idleness: t.past_w_by_idleness.clone(),
             started_at: t.started_at.clone(),
             finished_at: now.to_string(),
             duration_seconds: now.duration_since(started).as_secs_f64(),

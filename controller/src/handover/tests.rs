@@ -71,6 +71,8 @@ fn handover(phase: Phase, toggle: Option<i64>) -> Observed {
         phase_started_at: "2026-01-01T00:00:00Z".into(),
         abort_reason: None,
         stop: OutgoingStop::default(),
+        waiting_for_watermarks: Vec::new(),
+        past_w_by_idleness: Vec::new(),
     });
     let desired = super::desired_configmap(&obs.status, &obs).expect("desired");
     obs.configmap = ConfigMapObs::Valid(desired);
@@ -1010,6 +1012,8 @@ fn an_abort_keeps_the_floor() {
         phase_started_at: "2026-01-01T00:00:00Z".into(),
         abort_reason: Some("IncomingFailed: test".into()),
         stop: OutgoingStop::default(),
+        waiting_for_watermarks: Vec::new(),
+        past_w_by_idleness: Vec::new(),
     });
     obs.status.epoch = 2;
     obs.configmap = ConfigMapObs::Valid(CoordinationState {
@@ -1056,4 +1060,98 @@ fn clear_floor_starts_a_new_epoch_without_a_floor_and_is_refused_during_a_handov
             .iter()
             .any(|n| n.warning && n.reason == "ActionRefused")
     );
+}
+
+#[test]
+fn a_new_stage_with_a_stale_maximum_does_not_acknowledge_a_raised_w() {
+    // W was raised from 70 s (the fixture's) to 140 s; blue's gates still report the old
+    // proposal: epoch and stage are current, but the line's W and maximum are the old ones.
+    let w = 140_000;
+    let obs = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(w)),
+            Color::Green,
+            Some(running("h2", 1, 0, None, i64::MIN)),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 1, Some(69_000), 60_000)),
+    );
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
+    assert_eq!(condition(&p, "Progressing").1, "GatesNotAcknowledged");
+}
+
+#[test]
+fn every_gate_subtask_must_acknowledge_and_pass_w() {
+    let w = crate::fixtures::W;
+    let mut blue = running("h1", 1, 1, Some(5_000), 4_000);
+    // One of blue's gate subtasks has not applied the proposal yet.
+    blue.flink.as_mut().unwrap().gates.as_mut().unwrap().reports[1] =
+        crate::fixtures::report(1, 0, Some(5_000), 4_000);
+    let obs = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(w)),
+            Color::Green,
+            Some(running("h2", 1, 0, None, i64::MIN)),
+        ),
+        Color::Blue,
+        Some(blue),
+    );
+    assert!(plan(&obs).actions.is_empty());
+    // W set: one green subtask lags below W, so nothing is promoted; the status says which job,
+    // which watermark and which W, with an event.
+    let mut green = running("h2", 1, 2, Some(72_000), 71_000);
+    green
+        .flink
+        .as_mut()
+        .unwrap()
+        .gates
+        .as_mut()
+        .unwrap()
+        .reports[0] = crate::fixtures::report(1, 2, Some(72_000), 69_500);
+    let obs = with_child(
+        with_child(
+            handover(Phase::ToggleSet, Some(w)),
+            Color::Green,
+            Some(green),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 2, Some(70_000), 71_000)),
+    );
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    let waits = &transition(&p).waiting_for_watermarks;
+    assert_eq!(
+        waits,
+        &vec![crate::resource::WatermarkWait {
+            color: Color::Green,
+            watermark: Some(69_500),
+            toggle: w
+        }]
+    );
+    assert!(p.notes.iter().any(|n| n.reason == "WaitingForWatermark"));
+}
+
+#[test]
+fn an_idle_gate_counts_as_past_w_and_the_status_says_so() {
+    let w = crate::fixtures::W;
+    // Blue's gate is chained into its (now idle) source: no watermark past W, but idle.
+    let mut blue = running("h1", 1, 2, Some(70_000), i64::MIN);
+    for r in &mut blue.flink.as_mut().unwrap().gates.as_mut().unwrap().reports {
+        r.idle = true;
+    }
+    let obs = with_child(
+        with_child(
+            handover(Phase::ToggleSet, Some(w)),
+            Color::Green,
+            Some(running("h2", 1, 2, Some(72_000), 70_001)),
+        ),
+        Color::Blue,
+        Some(blue),
+    );
+    let p = plan(&obs);
+    assert_eq!(transition(&p).phase, Phase::ClearToTeardown);
+    assert_eq!(transition(&p).past_w_by_idleness, vec![Color::Blue]);
+    assert!(p.notes.iter().any(|n| n.reason == "PastWByIdleness"));
 }

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use bluegreen_protocol::{Color, CoordinationState, Decision, Rule, Stage, check_transition};
+use bluegreen_protocol::{
+    AppliedState, Color, CoordinationState, Decision, GateReport, Rule, Stage, check_transition,
+};
 use jiff::SignedDuration;
 use proptest::prelude::*;
 
@@ -192,12 +194,14 @@ impl World {
                     checkpoints_completed: job.checkpoints,
                     latest_checkpoint: None,
                     savepoint,
-                    gates: view.map(|v| GateObs {
-                        min_epoch: v.epoch,
-                        min_watermark_stage: v.toggle.stage() as u8,
-                        max_passed: job.max_passed,
+                    gates: Some(GateObs {
+                        reports: vec![GateReport {
+                            applied: view.map(AppliedState::from),
+                            max_passed: job.max_passed,
+                            watermark: Some(job.next - 1),
+                            idle: false,
+                        }],
                     }),
-                    watermark: Some(job.next - 1),
                 })
             },
         })

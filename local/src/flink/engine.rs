@@ -65,6 +65,8 @@ pub struct Engine {
     splits: Vec<SplitState>,
     source_wm: Vec<i64>,
     job_wm: i64,
+    /// Every source subtask is idle, so the gate's inputs are.
+    inputs_idle: bool,
     counts: HashMap<u64, u64>,
     gates: Vec<Gate>,
     color: Option<Color>,
@@ -141,6 +143,7 @@ impl Engine {
             ],
             source_wm: vec![NO_WATERMARK; p],
             job_wm: NO_WATERMARK,
+            inputs_idle: false,
             counts,
             gates,
             color,
@@ -292,6 +295,7 @@ impl Engine {
         if let Some(min) = job_min {
             self.job_wm = self.job_wm.max(min);
         }
+        self.inputs_idle = p > 0 && job_min.is_none();
     }
 
     /// The state to store in a checkpoint or savepoint.
@@ -325,6 +329,11 @@ impl Engine {
     /// The watermark of the `Count -> Gate -> Sink` vertex.
     pub fn job_watermark(&self) -> i64 {
         self.job_wm
+    }
+
+    /// Whether every input of the `Count -> Gate -> Sink` vertex is idle.
+    pub fn inputs_idle(&self) -> bool {
+        self.inputs_idle
     }
 
     /// The output watermark of every source subtask.

@@ -61,6 +61,7 @@ struct DeploymentFaults {
     extra_startup_ms: i64,
     crash_loop: bool,
     rest: RestFault,
+    gate_in_source: bool,
 }
 
 #[derive(Debug, Default)]
@@ -128,6 +129,20 @@ impl Faults {
     /// `failure-cause`; a stop-with-savepoint leaves the job running).
     pub fn fail_next_savepoints(&self, d: &DeploymentRef, count: u32) {
         self.with(d, |f| f.failing_savepoints = count);
+    }
+
+    /// Serves the gate's metrics of `d` on the source vertex, as when the gate is chained into
+    /// it; that vertex has no input watermark (`/watermarks` answers `[]`), as in Flink.
+    pub fn chain_gate_into_source(&self, d: &DeploymentRef, on: bool) {
+        self.with(d, |f| f.gate_in_source = on);
+    }
+
+    /// Whether the gate of `d` is served on the source vertex.
+    pub(crate) fn gate_in_source(&self, d: &DeploymentRef) -> bool {
+        self.lock()
+            .deployments
+            .get(d)
+            .is_some_and(|f| f.gate_in_source)
     }
 
     /// Makes every savepoint of `d` take `delay_ms` of simulated time (0: immediate).

@@ -85,6 +85,8 @@ pub struct JobView {
     pub attempt: u32,
     /// Watermark of the `Count -> Gate -> Sink` vertex.
     pub job_watermark: i64,
+    /// Every input of that vertex is idle.
+    pub inputs_idle: bool,
     /// Output watermark of every source subtask.
     pub source_watermarks: Vec<i64>,
     /// Records read per split.
@@ -372,6 +374,7 @@ pub(crate) fn start_job(
             end_time_ms: None,
             attempt: 0,
             job_watermark: NO_WATERMARK,
+            inputs_idle: false,
             source_watermarks: vec![NO_WATERMARK; settings.parallelism as usize],
             positions: vec![0; settings.source.splits as usize],
             counters: Vec::new(),
@@ -629,6 +632,7 @@ impl Driver {
             let finished = self.finish_due_savepoints(&engine, &mut savepoints, attempt, now);
             self.job.publish(|v| {
                 v.job_watermark = engine.job_watermark();
+                v.inputs_idle = engine.inputs_idle();
                 v.source_watermarks = engine.source_watermarks().to_vec();
                 v.positions = engine.positions().to_vec();
                 v.counters = engine.counters().to_vec();

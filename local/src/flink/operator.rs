@@ -448,6 +448,8 @@ impl Actor {
     }
 
     async fn run(mut self) {
+        // Kept across iterations, so that a job change while the status is written still wakes us.
+        let mut watched: Option<(Arc<SimJob>, tokio::sync::watch::Receiver<u64>)> = None;
         loop {
             let deadline = match &self.phase {
                 Phase::Deploying {
@@ -473,10 +475,18 @@ impl Actor {
                     None => std::future::pending().await,
                 }
             };
+            match &job {
+                Some(job) if !watched.as_ref().is_some_and(|(w, _)| Arc::ptr_eq(w, job)) => {
+                    let mut rx = job.subscribe();
+                    rx.mark_changed();
+                    watched = Some((Arc::clone(job), rx));
+                }
+                Some(_) => {}
+                None => watched = None,
+            }
             let job_changed = async {
-                match &job {
-                    Some(job) => {
-                        let mut rx = job.subscribe();
+                match watched.as_mut() {
+                    Some((_, rx)) => {
                         let _ = rx.changed().await;
                     }
                     None => std::future::pending().await,

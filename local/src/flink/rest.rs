@@ -91,6 +91,10 @@ pub(crate) async fn serve(
             "/{ns}/{name}/jobs/{jid}/vertices/{vid}/subtasks/metrics",
             get(subtask_metrics),
         )
+        .route(
+            "/{ns}/{name}/jobs/{jid}/vertices/{vid}/subtasks/{index}/metrics",
+            get(one_subtask_metrics),
+        )
         .with_state(shared);
     let task = tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router).await {
@@ -453,8 +457,13 @@ async fn watermarks(
     State(s): State<Arc<Shared>>,
     Path((ns, name, jid, vid)): Path<(String, String, String, String)>,
 ) -> RestResult {
+    let d = DeploymentRef::new(ns.clone(), name.clone());
     let job = find_job(&s, (ns, name, jid)).await?;
     let index = vertex_index(&vid)?;
+    if index == 0 && s.rt.faults.gate_in_source(&d) {
+        // Flink: a source vertex has no input watermark.
+        return ok(Value::Array(Vec::new()));
+    }
     let v = job.view();
     let list: Vec<Value> = (0..job.settings.parallelism as usize)
         .map(|i| {
@@ -469,9 +478,14 @@ async fn watermarks(
     ok(Value::Array(list))
 }
 
-/// Every subtask's metrics of one vertex, by id.
+/// Every subtask's numeric metrics of one vertex, by id; the gate's on `gate_vertex`.
 #[allow(clippy::cast_precision_loss)]
-fn vertex_metrics(job: &SimJob, view: &JobView, index: u64) -> BTreeMap<String, Vec<f64>> {
+fn vertex_metrics(
+    job: &SimJob,
+    view: &JobView,
+    index: u64,
+    gate_vertex: u64,
+) -> BTreeMap<String, Vec<f64>> {
     let mut metrics: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let p = job.settings.parallelism as usize;
     let v = view;
@@ -488,12 +502,15 @@ fn vertex_metrics(job: &SimJob, view: &JobView, index: u64) -> BTreeMap<String, 
             put("numRecordsOut".into(), read as f64);
             let wm = v.source_watermarks.get(i).copied().unwrap_or(i64::MIN);
             put("currentOutputWatermark".into(), wm as f64);
+        } else {
+            let c = v.counters.get(i).copied().unwrap_or_default();
+            put("numRecordsIn".into(), c.records_in as f64);
+            put("numRecordsOut".into(), c.records_out as f64);
+            put("currentInputWatermark".into(), v.job_watermark as f64);
+        }
+        if index != gate_vertex {
             continue;
         }
-        let c = v.counters.get(i).copied().unwrap_or_default();
-        put("numRecordsIn".into(), c.records_in as f64);
-        put("numRecordsOut".into(), c.records_out as f64);
-        put("currentInputWatermark".into(), v.job_watermark as f64);
         let (Some(color), Some(gate)) = (job.color(), v.gates.get(i)) else {
             continue;
         };
@@ -525,17 +542,53 @@ fn vertex_metrics(job: &SimJob, view: &JobView, index: u64) -> BTreeMap<String, 
     metrics
 }
 
+/// The `bluegreenGateAppliedState` line of every gate subtask on `index`, with its metric id.
+fn gate_reports(
+    job: &SimJob,
+    view: &JobView,
+    index: u64,
+    gate_vertex: u64,
+) -> Option<(String, Vec<String>)> {
+    let color = job.color().filter(|_| index == gate_vertex)?;
+    let watermark = Some(view.job_watermark).filter(|w| *w != i64::MIN);
+    let lines = view
+        .gates
+        .iter()
+        .map(|g| g.snapshot().report(watermark, view.inputs_idle).to_string())
+        .collect();
+    Some((
+        format!(
+            "{}.{}",
+            gate_operator_name(color),
+            bluegreen_protocol::GATE_REPORT_METRIC
+        ),
+        lines,
+    ))
+}
+
+/// The vertex the gate is served on: 1, or 0 when it is chained into the source.
+fn gate_vertex(s: &Shared, ns: &str, name: &str) -> u64 {
+    u64::from(!s.rt.faults.gate_in_source(&DeploymentRef::new(ns, name)))
+}
+
 async fn subtask_metrics(
     State(s): State<Arc<Shared>>,
     Path((ns, name, jid, vid)): Path<(String, String, String, String)>,
     Query(q): Query<BTreeMap<String, String>>,
 ) -> RestResult {
+    let gate_vertex = gate_vertex(&s, &ns, &name);
     let job = find_job(&s, (ns, name, jid)).await?;
     let index = vertex_index(&vid)?;
     let v = job.view();
-    let metrics = vertex_metrics(&job, &v, index);
+    let metrics = vertex_metrics(&job, &v, index, gate_vertex);
     let Some(get) = q.get("get") else {
-        let ids: Vec<Value> = metrics.keys().map(|id| json!({ "id": id })).collect();
+        // String gauges are listed, not aggregated, as in Flink.
+        let report = gate_reports(&job, &v, index, gate_vertex).map(|(id, _)| id);
+        let ids: Vec<Value> = metrics
+            .keys()
+            .chain(report.as_ref())
+            .map(|id| json!({ "id": id }))
+            .collect();
         return ok(Value::Array(ids));
     };
     let aggs: Vec<&str> = q.get("agg").map_or_else(
@@ -557,6 +610,44 @@ async fn subtask_metrics(
                 .map(|(_, v)| *v)
                 .collect();
             Some(aggregate(id, &values, &aggs))
+        })
+        .collect();
+    ok(Value::Array(list))
+}
+
+/// `GET /jobs/:jid/vertices/:vid/subtasks/:index/metrics[?get=a,b]`: one subtask's metrics as
+/// `[{"id", "value"}]` with string values (ids only without `get`), as Flink serves them.
+async fn one_subtask_metrics(
+    State(s): State<Arc<Shared>>,
+    Path((ns, name, jid, vid, subtask)): Path<(String, String, String, String, usize)>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> RestResult {
+    let gate_vertex = gate_vertex(&s, &ns, &name);
+    let job = find_job(&s, (ns, name, jid)).await?;
+    let index = vertex_index(&vid)?;
+    if subtask >= job.settings.parallelism as usize {
+        return Err(RestError(
+            StatusCode::NOT_FOUND,
+            format!("Subtask {subtask} of vertex {vid} not found"),
+        ));
+    }
+    let v = job.view();
+    let mut values: BTreeMap<String, String> = vertex_metrics(&job, &v, index, gate_vertex)
+        .into_iter()
+        .filter_map(|(id, per)| per.get(subtask).map(|x| (id, x.to_string())))
+        .collect();
+    if let Some((id, lines)) = gate_reports(&job, &v, index, gate_vertex)
+        && let Some(line) = lines.get(subtask)
+    {
+        values.insert(id, line.clone());
+    }
+    let wanted: Option<Vec<&str>> = q.get("get").map(|g| g.split(',').map(str::trim).collect());
+    let list: Vec<Value> = values
+        .iter()
+        .filter(|(id, _)| wanted.as_ref().is_none_or(|w| w.contains(&id.as_str())))
+        .map(|(id, value)| match wanted {
+            Some(_) => json!({ "id": id, "value": value }),
+            None => json!({ "id": id }),
         })
         .collect();
     ok(Value::Array(list))
