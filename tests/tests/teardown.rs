@@ -1,9 +1,11 @@
-//! Teardown: the outgoing job is stopped with a savepoint (which commits its transactional
-//! sink) before its FlinkDeployment is deleted, so none of its records `t <= W` are lost.
+//! After the handover: the outgoing job is stopped with a savepoint (which commits its
+//! transactional sink) before its FlinkDeployment is deleted, so none of its records `t <= W` are
+//! lost; and the floor keeps a restarted incoming job from emitting them again.
 
 use std::time::Duration;
 
-use bluegreen_examples::{LocalStack, StackOptions, orders_job};
+use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
+use bluegreen_local::flink::{DeploymentRef, JobFailure, JobState};
 use bluegreen_protocol::Color;
 use serde_json::json;
 
@@ -42,5 +44,83 @@ async fn the_outgoing_job_commits_its_output_before_it_is_deleted() -> anyhow::R
     println!("{report}");
     assert!(report.is_exactly_once_by_owner(), "{report}");
     stack.shutdown().await;
+    Ok(())
+}
+
+/// Hands over to green (3 min checkpoints), optionally clears the floor, then restarts green
+/// before its first checkpoint; returns the ledger's report.
+async fn green_restarting_after_promotion(
+    clear_floor: bool,
+) -> anyhow::Result<bluegreen_local::ledger::LedgerReport> {
+    let mut stack = LocalStack::start(StackOptions::default()).await?;
+    stack.start_controller();
+    let mut spec = orders_job("v1", 2);
+    // Green has no checkpoint when it restarts: it replays from blue's savepoint, far below W.
+    // Without the floor, RUNNING(GREEN) would pass those replayed records t <= W again.
+    spec.template
+        .spec
+        .flink_configuration
+        .insert("execution.checkpointing.interval".into(), "3min".into());
+    spec.coordination.deployment_deletion_delay = "0s".into();
+    spec.coordination.health.min_checkpoints = 0;
+    stack.create("orders", spec).await?;
+    stack.wait_steady("orders", Color::Blue, WAIT).await?;
+    stack
+        .patch_spec(
+            "orders",
+            json!({"template": {"spec": {"image": "example.com/orders:v2"}}}),
+        )
+        .await?;
+    let done = stack.wait_steady("orders", Color::Green, WAIT).await?;
+    let status = done.status.expect("status");
+    assert_eq!(status.floor, status.history[0].toggle, "the floor is W");
+    if clear_floor {
+        stack
+            .fbgds()
+            .patch(
+                "orders",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(
+                    json!({"metadata": {"annotations": {"bluegreen.dev/action": "clear-floor"}}}),
+                ),
+            )
+            .await?;
+        stack
+            .wait_for("orders", WAIT, "floor cleared", |f| {
+                f.status.as_ref().is_some_and(|s| s.floor.is_none())
+            })
+            .await?;
+    }
+    let green = DeploymentRef::new(NAMESPACE, "orders-green");
+    stack
+        .flink
+        .faults()
+        .fail_job_now(&green, JobFailure::Restart);
+    stack
+        .flink
+        .wait_for_job(&green, WAIT, |v| {
+            v.attempt >= 1 && v.state == JobState::Running && v.completed_checkpoints == 0
+        })
+        .await?;
+    let report = stack.report("orders").await?;
+    println!("{report}");
+    stack.shutdown().await;
+    Ok(report)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incoming_job_restarting_from_before_w_after_promotion_emits_nothing_twice()
+-> anyhow::Result<()> {
+    let report = green_restarting_after_promotion(false).await?;
+    assert!(report.is_exactly_once_by_owner(), "{report}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clearing_the_floor_lets_a_replay_emit_records_at_or_below_w_again() -> anyhow::Result<()> {
+    // The deliberate reprocessing the clear-floor action is for; it also shows the floor is
+    // what keeps the test above at 0 duplicates.
+    let report = green_restarting_after_promotion(true).await?;
+    assert!(report.total.duplicates > 0, "{report}");
     Ok(())
 }
