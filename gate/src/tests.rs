@@ -680,3 +680,19 @@ fn a_snapshot_becomes_the_applied_state_line() {
     assert!(report.acknowledges(7, W));
     assert!(!report.past(W));
 }
+
+#[test]
+fn gates_side_by_side_share_no_cache_line() {
+    let shared = shared();
+    let gates: Vec<Gate> = (0..3)
+        .map(|_| Gate::new(Color::Blue, shared.clone()))
+        .collect();
+    for pair in gates.windows(2) {
+        let (a, b) = (&raw const pair[0] as usize, &raw const pair[1] as usize);
+        assert_eq!(a % 128, 0, "a gate starts on a 128-byte boundary");
+        assert!(
+            b - a >= 128,
+            "gates {a:#x} and {b:#x} share a cache-line pair"
+        );
+    }
+}
