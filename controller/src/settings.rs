@@ -113,6 +113,9 @@ pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<Settings, Error> 
         .as_deref()
         .map(|s| duration("spec.coordination.health.maxLag", s))
         .transpose()?;
+    if c.restore_from == RestoreFrom::LastCheckpoint {
+        check_retained_checkpoints(spec)?;
+    }
     if c.savepoint.max_attempts == 0 {
         return Err(invalid(
             "spec.coordination.savepoint.maxAttempts",
@@ -135,6 +138,33 @@ pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<Settings, Error> 
         savepoint_timeout: duration("spec.coordination.savepoint.timeout", &c.savepoint.timeout)?,
         on_delete: c.on_delete,
     })
+}
+
+/// Flink's keys for how many completed checkpoints a job keeps (2.x, then 1.20).
+const RETAINED_CHECKPOINTS: [&str; 2] = [
+    "execution.checkpointing.num-retained",
+    "state.checkpoints.num-retained",
+];
+
+/// `restoreFrom: lastCheckpoint` restores the outgoing job's latest checkpoint while that job
+/// keeps running; with Flink's default of one retained checkpoint, the next checkpoint deletes it
+/// and the incoming job cannot start (seen on real Flink: "Cannot find checkpoint").
+fn check_retained_checkpoints(spec: &FlinkBlueGreenDeploymentSpec) -> Result<(), Error> {
+    let conf = &spec.template.spec.flink_configuration;
+    let retained = RETAINED_CHECKPOINTS
+        .iter()
+        .find_map(|k| conf.get(*k))
+        .map(|v| v.trim().parse::<u32>());
+    match retained {
+        Some(Ok(n)) if n >= 2 => Ok(()),
+        _ => Err(invalid(
+            "spec.template.spec.flinkConfiguration[state.checkpoints.num-retained]",
+            "must be 2 or more with spec.coordination.restoreFrom: lastCheckpoint (on Flink 2.x: \
+             execution.checkpointing.num-retained): the incoming job restores the outgoing job's \
+             latest checkpoint while that job keeps running, and with one retained checkpoint Flink \
+             deletes it as soon as the next completes; keep at least two, or use restoreFrom: savepoint",
+        )),
+    }
 }
 
 fn invalid(field: &'static str, fix: &'static str) -> Error {
@@ -160,6 +190,35 @@ fn duration(field: &'static str, text: &str) -> Result<Duration, Error> {
 mod tests {
     use super::*;
     use crate::fixtures::spec;
+
+    #[test]
+    fn restoring_from_the_last_checkpoint_needs_two_retained_checkpoints() {
+        let mut s = spec("local:///job.jar");
+        s.coordination.restore_from = RestoreFrom::LastCheckpoint;
+        assert_eq!(
+            field_of(validate(&s)),
+            "spec.template.spec.flinkConfiguration[state.checkpoints.num-retained]"
+        );
+        for (key, value) in [
+            ("state.checkpoints.num-retained", "1"),
+            ("execution.checkpointing.num-retained", "two"),
+        ] {
+            let mut s = s.clone();
+            s.template
+                .spec
+                .flink_configuration
+                .insert(key.into(), value.into());
+            assert!(validate(&s).is_err(), "{key}={value}");
+        }
+        for key in RETAINED_CHECKPOINTS {
+            let mut s = s.clone();
+            s.template
+                .spec
+                .flink_configuration
+                .insert(key.into(), "2".into());
+            assert!(validate(&s).is_ok(), "{key}=2");
+        }
+    }
 
     fn field_of(result: Result<Settings, Error>) -> &'static str {
         match result {

@@ -251,7 +251,13 @@ fn a_savepoint_that_takes_too_long_counts_as_failed() {
 #[test]
 fn restore_from_last_checkpoint_skips_the_savepoint() {
     let mut obs = steady_blue("h2");
-    obs.settings = settings(|s| s.coordination.restore_from = RestoreFrom::LastCheckpoint);
+    obs.settings = settings(|s| {
+        s.coordination.restore_from = RestoreFrom::LastCheckpoint;
+        s.template
+            .spec
+            .flink_configuration
+            .insert("state.checkpoints.num-retained".into(), "2".into());
+    });
     let p = plan(&obs);
     assert_eq!(transition(&p).phase, Phase::Deploying);
     assert!(p.actions.contains(&Action::ApplyChild {
