@@ -2,6 +2,8 @@
 //! with both CRDs, the local Flink runner on a scaled clock, and the controller — the same code
 //! as `bluegreen-controller run`, pointed at them through an ordinary `kube::Client`.
 
+pub mod real;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -193,8 +193,14 @@ impl FlinkRest {
         }
     }
 
-    /// `PATCH /jobs/:jid?mode=cancel`, then waits until the job is no longer running.
+    /// `PATCH /jobs/:jid?mode=cancel`, then waits until the job is no longer running. A job that
+    /// already ended (e.g. stopped with a savepoint by the controller) is left as it is.
     pub async fn cancel(&self, job_id: &str, timeout: Duration) -> Result<(), RealError> {
+        match self.job(job_id).await? {
+            None => return Ok(()),
+            Some(job) if is_terminal(&job.state) => return Ok(()),
+            Some(_) => {}
+        }
         let url = format!("{}/jobs/{job_id}?mode=cancel", self.base);
         let response = self
             .http
@@ -204,7 +210,11 @@ impl FlinkRest {
             .await
             .map_err(|e| Self::rest_error(&url, &e))?;
         let status = response.status();
-        if !status.is_success() && status != reqwest::StatusCode::NOT_FOUND {
+        // 409: the job reached another terminal state meanwhile (checked below).
+        if !status.is_success()
+            && status != reqwest::StatusCode::NOT_FOUND
+            && status != reqwest::StatusCode::CONFLICT
+        {
             let body = response.text().await.unwrap_or_default();
             return Err(Self::rest_error(&url, &format!("{status}: {body}")));
         }

@@ -1,0 +1,295 @@
+//! The local stack on **real Flink**: what a run needs (the jars and the sidecar), the example
+//! job's `FlinkBlueGreenDeployment` (`examples/jobs`, a FileSink committed on checkpoints), and
+//! the file ledger's verdict on its committed output. Shared by the demo and the real-Flink
+//! end-to-end tests.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail, ensure};
+use bluegreen_controller::resource::{
+    Coordination, FlinkBlueGreenDeploymentSpec, FlinkDeploymentSpec, FlinkDeploymentTemplate,
+    HealthRequirements, JobSpec, TemplateMetadata, ToggleChoice,
+};
+use bluegreen_local::file_ledger::{self, Expectation, FileLedgerReport};
+use bluegreen_local::flink::DeploymentRef;
+use bluegreen_local::flink::real::RealFlinkOptions;
+use bluegreen_protocol::Color;
+use serde_json::{Value, json};
+
+use crate::{LocalStack, NAMESPACE};
+
+/// The Flink version the local real mode runs (`scripts/flink-jars.sh`).
+pub const FLINK_VERSION: &str = "1.20.3";
+/// The example job's main class.
+pub const ENTRY_CLASS: &str = "io.bluegreen.examples.ExampleJob";
+
+/// The built artifacts a real run needs.
+#[derive(Debug, Clone)]
+pub struct Artifacts {
+    /// Flink's `lib/` directory.
+    pub flink_lib: PathBuf,
+    /// `target/launcher/bluegreen-launcher.jar`.
+    pub launcher: PathBuf,
+    /// `target/examples/bluegreen-example-job.jar`.
+    pub job_jar: PathBuf,
+    /// The `bluegreen-sidecar` binary of `profile` (`debug` or `release`).
+    pub sidecar: PathBuf,
+}
+
+/// Whether a `java` runs on this machine.
+pub fn java_available() -> bool {
+    std::process::Command::new("java")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+impl Artifacts {
+    /// The artifacts under `repo/target`, with the sidecar of cargo `profile`; an error naming
+    /// the command that builds whatever is missing.
+    pub fn find(repo: &Path, profile: &str) -> anyhow::Result<Self> {
+        let target = repo.join("target");
+        let a = Self {
+            flink_lib: target.join("flink").join(FLINK_VERSION).join("lib"),
+            launcher: target.join("launcher/bluegreen-launcher.jar"),
+            job_jar: target.join("examples/bluegreen-example-job.jar"),
+            sidecar: target.join(profile).join("bluegreen-sidecar"),
+        };
+        let sidecar_build = if profile == "release" {
+            "cargo build --release -p bluegreen-sidecar"
+        } else {
+            "cargo build -p bluegreen-sidecar"
+        };
+        for (path, how) in [
+            (
+                target.join("flink").join(FLINK_VERSION).join(".complete"),
+                "scripts/flink-jars.sh",
+            ),
+            (a.launcher.clone(), "scripts/build-launcher.sh"),
+            (
+                a.job_jar.clone(),
+                "scripts/java-build.sh && scripts/build-example-job.sh",
+            ),
+            (a.sidecar.clone(), sidecar_build),
+        ] {
+            ensure!(
+                path.exists(),
+                "{} is missing: run `{how}` (scripts/test and scripts/demo do it)",
+                path.display()
+            );
+        }
+        Ok(a)
+    }
+
+    /// Real-mode runner options with the sidecar, its files under `work`.
+    pub fn options(&self, work: &Path) -> RealFlinkOptions {
+        let mut real = RealFlinkOptions::new(&self.flink_lib, &self.launcher, work, "");
+        real.sidecar_binary = Some(self.sidecar.clone());
+        real
+    }
+}
+
+/// One deployment of the example job: what differs between versions and tests.
+#[derive(Debug, Clone)]
+pub struct ExampleJob {
+    /// `v1` or `v2` (v2 writes a visibly different value).
+    pub version: String,
+    /// `job.parallelism`.
+    pub parallelism: i32,
+    /// `keyed`, `chained` or `two-sinks`.
+    pub topology: String,
+    /// Where the FileSink commits its part files.
+    pub output: PathBuf,
+    /// The source's schedule start (epoch ms): the same for every color.
+    pub t0: u64,
+    /// More job arguments.
+    pub extra_args: Vec<String>,
+}
+
+impl ExampleJob {
+    /// v1, parallelism 2, keyed, scheduled from now.
+    pub fn new(output: &Path) -> Self {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("the clock is after 1970")
+            .as_millis();
+        Self {
+            version: "v1".into(),
+            parallelism: 2,
+            topology: "keyed".into(),
+            output: output.to_owned(),
+            t0: u64::try_from(now).expect("epoch milliseconds fit in u64"),
+            extra_args: Vec::new(),
+        }
+    }
+
+    /// The job's arguments: 4 splits at 50 records/s each, event times up to 1.5 s out of order,
+    /// split 1 idle 15 s of every 30 s.
+    pub fn args(&self) -> Vec<String> {
+        let mut args: Vec<String> = [
+            ("--output", self.output.display().to_string()),
+            ("--version", self.version.clone()),
+            ("--topology", self.topology.clone()),
+            ("--t0", self.t0.to_string()),
+            ("--rate", "50".to_owned()),
+            ("--jitter-ms", "1500".to_owned()),
+            ("--idle-active-ms", "15000".to_owned()),
+            ("--idle-cycle-ms", "30000".to_owned()),
+            ("--idleness-ms", "3000".to_owned()),
+        ]
+        .into_iter()
+        .flat_map(|(k, v)| [k.to_owned(), v])
+        .collect();
+        args.extend(self.extra_args.iter().cloned());
+        args
+    }
+
+    /// The merge patch of `spec` that moves a deployment to this job.
+    pub fn template_patch(&self) -> Value {
+        json!({"template": {"spec": {
+            "image": format!("example.com/bluegreen-example:{}", self.version),
+            "job": {"parallelism": self.parallelism, "args": self.args()},
+        }}})
+    }
+
+    /// The resource's spec: deletion delay 0 s and a checkpoint interval (60 s) longer than every
+    /// wait of a handover, so that the teardown's stop-with-savepoint alone commits the outgoing
+    /// job's last records.
+    pub fn spec(&self, job_jar: &Path) -> FlinkBlueGreenDeploymentSpec {
+        let conf = [
+            ("execution.checkpointing.interval", "60s"),
+            // restoreFrom: lastCheckpoint needs the chosen checkpoint to outlive the next one.
+            ("state.checkpoints.num-retained", "2"),
+            ("metrics.fetcher.update-interval", "500"),
+            ("restart-strategy.type", "fixed-delay"),
+            ("restart-strategy.fixed-delay.attempts", "3"),
+            ("restart-strategy.fixed-delay.delay", "1s"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        FlinkBlueGreenDeploymentSpec {
+            template: FlinkDeploymentTemplate {
+                metadata: TemplateMetadata::default(),
+                spec: FlinkDeploymentSpec {
+                    image: Some(format!("example.com/bluegreen-example:{}", self.version)),
+                    flink_version: Some("v1_20".into()),
+                    flink_configuration: conf,
+                    job: JobSpec {
+                        jar_uri: format!("local://{}", job_jar.display()),
+                        entry_class: Some(ENTRY_CLASS.into()),
+                        args: self.args(),
+                        parallelism: Some(self.parallelism),
+                        upgrade_mode: Some("savepoint".into()),
+                        ..JobSpec::default()
+                    },
+                    other: [(
+                        "taskManager".to_owned(),
+                        json!({"resource": {"memory": "1024m", "cpu": 1}}),
+                    )]
+                    .into(),
+                },
+            },
+            coordination: Coordination {
+                toggle: ToggleChoice {
+                    offset: Some("1s".into()),
+                    value: None,
+                },
+                deployment_deletion_delay: "0s".into(),
+                abort_grace_period: "2m".into(),
+                health: HealthRequirements {
+                    min_checkpoints: 0,
+                    max_lag: None,
+                },
+                ..Coordination::default()
+            },
+        }
+    }
+}
+
+impl LocalStack {
+    /// The REST base of `name`'s active job (through the real runner's proxy) and its job id.
+    pub async fn active_job(&self, name: &str) -> anyhow::Result<(String, String)> {
+        let status = self
+            .fbgds()
+            .get(name)
+            .await?
+            .status
+            .context("no status yet")?;
+        let color = status.active_color.context("no active color")?;
+        let real = self.real_flink.as_ref().context("not a real-Flink stack")?;
+        let base = real.rest_url(&DeploymentRef::new(
+            NAMESPACE,
+            format!("{name}-{}", color.suffix()),
+        ));
+        let jobs: Value = reqwest::get(format!("{base}/jobs")).await?.json().await?;
+        let id = jobs["jobs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|j| j["status"] == "RUNNING")
+            .and_then(|j| j["id"].as_str())
+            .with_context(|| format!("no RUNNING job at {base}/jobs: {jobs}"))?
+            .to_owned();
+        Ok((base, id))
+    }
+
+    /// Triggers a checkpoint of `name`'s active job through Flink's REST API and waits until it
+    /// completed, so that everything the job read is committed.
+    pub async fn commit_active(&self, name: &str) -> anyhow::Result<()> {
+        let (base, id) = self.active_job(name).await?;
+        let http = reqwest::Client::new();
+        let url = format!("{base}/jobs/{id}/checkpoints");
+        let completed = |v: &Value| v["counts"]["completed"].as_u64().unwrap_or(0);
+        let before: Value = http.get(&url).send().await?.json().await?;
+        let answer = http.post(&url).json(&json!({})).send().await?;
+        ensure!(
+            answer.status().is_success(),
+            "checkpoint trigger at {url}: {}",
+            answer.text().await?
+        );
+        let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
+        loop {
+            let now: Value = http.get(&url).send().await?.json().await?;
+            if completed(&now) > completed(&before) {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!("the triggered checkpoint did not complete: {now}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The file ledger of `output`, judged by the promoted handovers in `name`'s status (blue
+    /// first); `check_counts` also checks each record's running count.
+    pub async fn file_report(
+        &self,
+        name: &str,
+        output: &Path,
+        check_counts: bool,
+    ) -> anyhow::Result<FileLedgerReport> {
+        let status = self
+            .fbgds()
+            .get(name)
+            .await?
+            .status
+            .context("no status yet")?;
+        let mut handovers: Vec<(i64, Color)> = status
+            .history
+            .iter()
+            .filter(|h| h.outcome == "Promoted")
+            .filter_map(|h| h.toggle.map(|w| (w, h.to)))
+            .collect();
+        handovers.sort_unstable();
+        let mut expect = Expectation::new(Color::Blue);
+        for (w, to) in handovers {
+            expect = expect.handover(w, to);
+        }
+        if !check_counts {
+            expect = expect.without_count_check();
+        }
+        Ok(file_ledger::read_dir(output, &expect)?)
+    }
+}
