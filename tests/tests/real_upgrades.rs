@@ -244,7 +244,10 @@ async fn a_gate_chained_into_the_source_vertex_and_two_gated_sinks_hand_over() -
                 "{report}"
             );
         }
-        stack.fbgds().delete(name, &Default::default()).await?;
+        stack
+            .fbgds()
+            .delete(name, &kube::api::DeleteParams::default())
+            .await?;
     }
     stack.shutdown().await;
     Ok(())
@@ -270,7 +273,7 @@ async fn an_incoming_job_restarting_right_after_promotion_emits_nothing_twice() 
     // Green has taken no checkpoint (60 s interval): it restarts from blue's savepoint and reads
     // again every record since, including those t <= W that blue emitted.
     std::fs::write(&trigger, b"")?;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
     while trigger.exists() {
         ensure!(
             tokio::time::Instant::now() < deadline,

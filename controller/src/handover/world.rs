@@ -222,6 +222,41 @@ impl World {
         self.obs.green = self.child_obs(Color::Green, trigger.as_ref());
     }
 
+    /// Applies the child of `color`: updates a running job's template, or starts a new job.
+    fn apply_child(&mut self, color: Color, template_hash: &str, restore_path: Option<&String>) {
+        if let Some(job) = self.jobs.get_mut(&color) {
+            template_hash.clone_into(&mut job.hash);
+            return;
+        }
+        let cm = self
+            .configmap
+            .expect("the ConfigMap is written before any child");
+        if cm.stage == Stage::Transitioning {
+            assert_eq!(
+                cm.active, color,
+                "a new incoming child needs TRANSITIONING towards it first"
+            );
+        }
+        let start = restore_path.map_or(0, |p| self.savepoints[p]);
+        let starting = 1 + self.dice.below(5);
+        self.jobs.insert(
+            color,
+            Job {
+                color,
+                hash: template_hash.to_owned(),
+                starting,
+                deleting: false,
+                next: start,
+                max_passed: None,
+                seen: Vec::new(),
+                applied: 0,
+                savepoint: None,
+                stop: None,
+                checkpoints: 0,
+            },
+        );
+    }
+
     /// Executes `action`, checking the invariants a real cluster relies on.
     fn execute(&mut self, action: &Action, status: &FlinkBlueGreenDeploymentStatus) {
         match action {
@@ -236,39 +271,7 @@ impl World {
                 color,
                 template_hash,
                 restore_path,
-            } => {
-                if let Some(job) = self.jobs.get_mut(color) {
-                    job.hash.clone_from(template_hash);
-                    return;
-                }
-                let cm = self
-                    .configmap
-                    .expect("the ConfigMap is written before any child");
-                if cm.stage == Stage::Transitioning {
-                    assert_eq!(
-                        cm.active, *color,
-                        "a new incoming child needs TRANSITIONING towards it first"
-                    );
-                }
-                let start = restore_path.as_ref().map_or(0, |p| self.savepoints[p]);
-                let starting = 1 + self.dice.below(5);
-                self.jobs.insert(
-                    *color,
-                    Job {
-                        color: *color,
-                        hash: template_hash.clone(),
-                        starting,
-                        deleting: false,
-                        next: start,
-                        max_passed: None,
-                        seen: Vec::new(),
-                        applied: 0,
-                        savepoint: None,
-                        stop: None,
-                        checkpoints: 0,
-                    },
-                );
-            }
+            } => self.apply_child(*color, template_hash, restore_path.as_ref()),
             Action::DeleteChild(color) => {
                 let cm = self.configmap.expect("ConfigMap");
                 if Some(*color) == status.transition.as_ref().map(|t| t.to) {
