@@ -39,15 +39,50 @@ fn artifacts() -> anyhow::Result<Option<Artifacts>> {
     Artifacts::find(repo, "debug").map(Some)
 }
 
-/// The local stack with the real-mode runner and the controller, its files under `work`.
-async fn real_stack(a: &Artifacts, work: &Path) -> anyhow::Result<LocalStack> {
-    let mut stack = LocalStack::start(StackOptions {
-        real_flink: Some(a.options(&work.join("flink"))),
-        ..StackOptions::default()
-    })
-    .await?;
-    stack.start_controller();
-    Ok(stack)
+/// One real-Flink test's bed: the stack with the real-mode runner and the controller, the built
+/// artifacts and a work directory, held one test at a time.
+struct Bed {
+    stack: LocalStack,
+    artifacts: Artifacts,
+    work: tempfile::TempDir,
+    _serial: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl Bed {
+    /// `None` (the test passes without running) when no JVM is installed.
+    async fn start() -> anyhow::Result<Option<Self>> {
+        let serial = SERIAL.lock().await;
+        let Some(artifacts) = artifacts()? else {
+            return Ok(None);
+        };
+        let work = tempfile::tempdir()?;
+        let mut stack = LocalStack::start(StackOptions {
+            real_flink: Some(artifacts.options(&work.path().join("flink"))),
+            ..StackOptions::default()
+        })
+        .await?;
+        stack.start_controller();
+        Ok(Some(Self {
+            stack,
+            artifacts,
+            work,
+            _serial: serial,
+        }))
+    }
+
+    /// A directory for one job's output.
+    fn output(&self, name: &str) -> std::path::PathBuf {
+        self.work.path().join(name)
+    }
+
+    /// Creates `name` running `job` and waits until blue runs it.
+    async fn deploy(&self, name: &str, job: &ExampleJob) -> anyhow::Result<()> {
+        self.stack
+            .create(name, job.spec(&self.artifacts.job_jar))
+            .await?;
+        self.stack.wait_steady(name, Color::Blue, UPGRADE).await?;
+        Ok(())
+    }
 }
 
 /// Commits what the active job read, then asserts the ledger: every record once, by its owner,
@@ -85,16 +120,13 @@ async fn upgrade_to(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_real_upgrades_emit_every_record_exactly_once() -> anyhow::Result<()> {
-    let _serial = SERIAL.lock().await;
-    let Some(a) = artifacts()? else {
+    let Some(bed) = Bed::start().await? else {
         return Ok(());
     };
-    let work = tempfile::tempdir()?;
-    let output = work.path().join("out");
-    let stack = real_stack(&a, work.path()).await?;
+    let output = bed.output("out");
+    let stack = &bed.stack;
     let mut job = ExampleJob::new(&output);
-    stack.create("orders", job.spec(&a.job_jar)).await?;
-    stack.wait_steady("orders", Color::Blue, UPGRADE).await?;
+    bed.deploy("orders", &job).await?;
     let mut color = Color::Blue;
     let steps: [(&str, i32, Option<RestoreFrom>); 5] = [
         ("v2", 2, None),
@@ -112,8 +144,8 @@ async fn five_real_upgrades_emit_every_record_exactly_once() -> anyhow::Result<(
         color = color.other();
         job.version = version.into();
         job.parallelism = parallelism;
-        upgrade_to(&stack, "orders", &job, color).await?;
-        let report = assert_exactly_once(&stack, "orders", &output, true).await?;
+        upgrade_to(stack, "orders", &job, color).await?;
+        let report = assert_exactly_once(stack, "orders", &output, true).await?;
         eprintln!("{report}");
     }
     let status = stack.fbgds().get("orders").await?.status.expect("status");
@@ -121,25 +153,25 @@ async fn five_real_upgrades_emit_every_record_exactly_once() -> anyhow::Result<(
     let report = stack.file_report("orders", &output, true).await?;
     assert!(report.lines[&Color::Blue] > 1000, "{report}");
     assert!(report.lines[&Color::Green] > 1000, "{report}");
-    stack.shutdown().await;
+    bed.stack.shutdown().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_sink_that_cannot_survive_a_handover_is_refused_before_any_record()
 -> anyhow::Result<()> {
-    let _serial = SERIAL.lock().await;
-    let Some(a) = artifacts()? else {
+    let Some(bed) = Bed::start().await? else {
         return Ok(());
     };
-    let work = tempfile::tempdir()?;
-    let output = work.path().join("out");
-    let stack = real_stack(&a, work.path()).await?;
+    let output = bed.output("out");
+    let stack = &bed.stack;
     let mut job = ExampleJob::new(&output);
     // FileSink with its default rolling policy, as a user would write it: its in-progress part
     // file is not committed by a stop-with-savepoint without drain.
     job.extra_args = vec!["--rolling".into(), "default".into()];
-    stack.create("orders", job.spec(&a.job_jar)).await?;
+    stack
+        .create("orders", job.spec(&bed.artifacts.job_jar))
+        .await?;
     let fbgd = stack
         .wait_for("orders", UPGRADE, "the refusal in the status", |f| {
             f.status.as_ref().is_some_and(|s| {
@@ -156,23 +188,20 @@ async fn a_file_sink_that_cannot_survive_a_handover_is_refused_before_any_record
         report.as_ref().map_or(true, |r| r.total_lines() == 0),
         "no record may be written: {report:?}"
     );
-    stack.shutdown().await;
+    bed.stack.shutdown().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_incoming_job_that_cannot_start_is_aborted_and_the_outgoing_job_keeps_every_record()
 -> anyhow::Result<()> {
-    let _serial = SERIAL.lock().await;
-    let Some(a) = artifacts()? else {
+    let Some(bed) = Bed::start().await? else {
         return Ok(());
     };
-    let work = tempfile::tempdir()?;
-    let output = work.path().join("out");
-    let stack = real_stack(&a, work.path()).await?;
+    let output = bed.output("out");
+    let stack = &bed.stack;
     let job = ExampleJob::new(&output);
-    stack.create("orders", job.spec(&a.job_jar)).await?;
-    stack.wait_steady("orders", Color::Blue, UPGRADE).await?;
+    bed.deploy("orders", &job).await?;
     stack
         .patch_spec(
             "orders",
@@ -197,33 +226,30 @@ async fn an_incoming_job_that_cannot_start_is_aborted_and_the_outgoing_job_keeps
         "the reason names the cause: {reason}"
     );
     // Blue kept running and emitting alone.
-    let report = assert_exactly_once(&stack, "orders", &output, true).await?;
+    let report = assert_exactly_once(stack, "orders", &output, true).await?;
     assert_eq!(
         report.lines.get(&Color::Green).copied().unwrap_or(0),
         0,
         "{report}"
     );
-    stack.shutdown().await;
+    bed.stack.shutdown().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_chained_into_the_source_vertex_and_two_gated_sinks_hand_over() -> anyhow::Result<()>
 {
-    let _serial = SERIAL.lock().await;
-    let Some(a) = artifacts()? else {
+    let Some(bed) = Bed::start().await? else {
         return Ok(());
     };
-    let work = tempfile::tempdir()?;
-    let stack = real_stack(&a, work.path()).await?;
+    let stack = &bed.stack;
     for (name, topology) in [("chained", "chained"), ("twosinks", "two-sinks")] {
-        let output = work.path().join(name);
+        let output = bed.output(name);
         let mut job = ExampleJob::new(&output);
         job.topology = topology.into();
-        stack.create(name, job.spec(&a.job_jar)).await?;
-        stack.wait_steady(name, Color::Blue, UPGRADE).await?;
+        bed.deploy(name, &job).await?;
         job.version = "v2".into();
-        upgrade_to(&stack, name, &job, Color::Green).await?;
+        upgrade_to(stack, name, &job, Color::Green).await?;
         stack.commit_active(name).await?;
         // The chained topology has no keyed state: its lines carry count 0.
         let counts = topology != "chained";
@@ -249,27 +275,24 @@ async fn a_gate_chained_into_the_source_vertex_and_two_gated_sinks_hand_over() -
             .delete(name, &kube::api::DeleteParams::default())
             .await?;
     }
-    stack.shutdown().await;
+    bed.stack.shutdown().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_incoming_job_restarting_right_after_promotion_emits_nothing_twice() -> anyhow::Result<()>
 {
-    let _serial = SERIAL.lock().await;
-    let Some(a) = artifacts()? else {
+    let Some(bed) = Bed::start().await? else {
         return Ok(());
     };
-    let work = tempfile::tempdir()?;
-    let output = work.path().join("out");
-    let trigger = work.path().join("fail-now");
-    let stack = real_stack(&a, work.path()).await?;
+    let output = bed.output("out");
+    let trigger = bed.output("fail-now");
+    let stack = &bed.stack;
     let mut job = ExampleJob::new(&output);
     job.extra_args = vec!["--fail-trigger".into(), trigger.display().to_string()];
-    stack.create("orders", job.spec(&a.job_jar)).await?;
-    stack.wait_steady("orders", Color::Blue, UPGRADE).await?;
+    bed.deploy("orders", &job).await?;
     job.version = "v2".into();
-    upgrade_to(&stack, "orders", &job, Color::Green).await?;
+    upgrade_to(stack, "orders", &job, Color::Green).await?;
     // Green has taken no checkpoint (60 s interval): it restarts from blue's savepoint and reads
     // again every record since, including those t <= W that blue emitted.
     std::fs::write(&trigger, b"")?;
@@ -295,6 +318,6 @@ async fn an_incoming_job_restarting_right_after_promotion_emits_nothing_twice() 
     }
     let report = stack.file_report("orders", &output, true).await?;
     assert!(report.is_exactly_once_by_owner(), "{report}");
-    stack.shutdown().await;
+    bed.stack.shutdown().await;
     Ok(())
 }
