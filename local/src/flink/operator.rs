@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
@@ -32,7 +32,7 @@ use super::faults::{DeploymentRef, Faults};
 use super::job::{JobRuntime, JobState, JobView, SavepointOp, SimJob, new_job_id, start_job};
 use super::rest;
 use super::snapshot::{Snapshot, SnapshotStore};
-use super::status::{JmStatus, Lifecycle, StatusModel};
+use super::status::{JmStatus, Lifecycle, StatusModel, write_status};
 use crate::ledger::{Ledger, SinkMode};
 
 /// How long after a failed reconciliation the operator tries again (simulated ms).
@@ -869,27 +869,8 @@ impl Actor {
             }
         }
         status["jobStatus"]["updateTime"] = json!(self.clock().now_ms().to_string());
-        let patch = json!({ "status": status });
-        for attempt in 0..5_u64 {
-            match self
-                .api
-                .patch_status(
-                    &self.key.name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await
-            {
-                Ok(_) => {
-                    self.written = Some(status);
-                    return;
-                }
-                Err(kube::Error::Api(e)) if e.code == 404 => return,
-                Err(e) => {
-                    tracing::debug!(deployment = %self.key, error = %e, "status write failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(20 * (attempt + 1))).await;
-                }
-            }
+        if write_status(&self.api, &self.key, &status).await {
+            self.written = Some(status);
         }
     }
 }

@@ -138,6 +138,31 @@ impl StatusModel {
     }
 }
 
+/// Merge-patches `status` into the FlinkDeployment's status subresource, retrying conflicts and
+/// transient errors a few times; `false` when the resource is gone or every attempt failed.
+pub(crate) async fn write_status(
+    api: &kube::Api<kube::api::DynamicObject>,
+    key: &super::DeploymentRef,
+    status: &Value,
+) -> bool {
+    use kube::api::{Patch, PatchParams};
+    let patch = json!({ "status": status });
+    for attempt in 0..5_u64 {
+        match api
+            .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => return true,
+            Err(kube::Error::Api(e)) if e.code == 404 => return false,
+            Err(e) => {
+                tracing::debug!(deployment = %key, error = %e, "status write failed; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(20 * (attempt + 1))).await;
+            }
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

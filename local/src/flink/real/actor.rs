@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kube::Api;
-use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::api::DynamicObject;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -16,7 +16,7 @@ use super::flink_rest::{CompletedCheckpoint, FlinkRest};
 use super::process::{JobProcess, Launch};
 use super::spec::{DeploymentSpec, JobSpec, JobStateSpec, UpgradeMode, deployable};
 use crate::flink::DeploymentRef;
-use crate::flink::status::{JmStatus, Lifecycle, StatusModel};
+use crate::flink::status::{JmStatus, Lifecycle, StatusModel, write_status};
 
 /// How long after a failed reconciliation (e.g. a failed stop-with-savepoint) it is retried.
 const RETRY: Duration = Duration::from_secs(2);
@@ -328,7 +328,10 @@ impl Actor {
             UpgradeMode::LastState => {
                 rest.cancel(&job_id, timeout).await?;
                 // Read after the cancel, so no checkpoint completes after the one chosen.
-                if let Some(c) = rest.latest_checkpoint(&job_id).await? {
+                if let Some(mut c) = rest.latest_checkpoint(&job_id).await? {
+                    if let Some(newer) = newest_retained_checkpoint(&c.external_path) {
+                        c.external_path = newer;
+                    }
                     self.last_checkpoint = Some(c);
                 }
                 self.latest_known()
@@ -488,34 +491,64 @@ impl Actor {
             }
         }
         status["jobStatus"]["updateTime"] = json!(now_ms().to_string());
-        let patch = json!({ "status": status });
-        for attempt in 0..5_u64 {
-            match self
-                .api
-                .patch_status(
-                    &self.key.name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await
-            {
-                Ok(_) => {
-                    self.written = Some(status);
-                    return;
-                }
-                Err(kube::Error::Api(e)) if e.code == 404 => return,
-                Err(e) => {
-                    tracing::debug!(deployment = %self.key, error = %e, "status write failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(20 * (attempt + 1))).await;
-                }
-            }
+        if write_status(&self.api, &self.key, &status).await {
+            self.written = Some(status);
         }
     }
 }
 
+/// The newest completed checkpoint (`chk-N` with its `_metadata`) in the directory of `path`, a
+/// `file:` checkpoint path. Flink's REST API serves checkpoint statistics from a cache (a few
+/// seconds old), so the checkpoint it names as the latest can already be subsumed, and deleted,
+/// by a newer one: seen as "Cannot find checkpoint" on a last-state upgrade.
+fn newest_retained_checkpoint(path: &str) -> Option<String> {
+    let local = path.strip_prefix("file:")?;
+    let local = if local.starts_with("///") {
+        &local[2..]
+    } else {
+        local
+    };
+    let dir = std::path::Path::new(local).parent()?;
+    let (_, newest) = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let n: u64 = name.strip_prefix("chk-")?.parse().ok()?;
+            entry
+                .path()
+                .join("_metadata")
+                .exists()
+                .then(|| (n, entry.path()))
+        })
+        .max_by_key(|(n, _)| *n)?;
+    Some(format!("file:{}", newest.display()))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::summarize_trace;
+    use super::{newest_retained_checkpoint, summarize_trace};
+
+    #[test]
+    fn the_newest_retained_checkpoint_wins_over_a_stale_latest() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for (n, complete) in [(5, false), (6, true), (7, false)] {
+            let chk = dir.path().join(format!("chk-{n}"));
+            std::fs::create_dir(&chk).expect("chk dir");
+            if complete {
+                std::fs::write(chk.join("_metadata"), b"m").expect("metadata");
+            }
+        }
+        let stale = format!("file:{}/chk-5", dir.path().display());
+        assert_eq!(
+            newest_retained_checkpoint(&stale),
+            Some(format!("file:{}/chk-6", dir.path().display())),
+            "chk-5 was subsumed, chk-7 is incomplete"
+        );
+        let triple = format!("file://{}/chk-5", dir.path().display());
+        assert!(newest_retained_checkpoint(&triple).is_some_and(|p| p.ends_with("chk-6")));
+        assert_eq!(newest_retained_checkpoint("s3://bucket/chk-1"), None);
+    }
 
     #[test]
     fn a_failure_is_summarized_by_its_exception_and_innermost_cause() {
