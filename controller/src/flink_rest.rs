@@ -125,22 +125,34 @@ impl FlinkRest {
         Ok((!reports.is_empty()).then_some(GateObs { reports }))
     }
 
+    /// POSTs `body` as JSON to `path` under the base URL; returns the full URL (for errors) and
+    /// the decoded answer.
+    async fn post(&self, path: &str, body: &impl serde::Serialize) -> Result<(String, Value)> {
+        let url = format!("{}{path}", self.base);
+        let response = self
+            .http
+            .post(&url)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| rest_error(&url, &e))?;
+        let answer = decode(&url, response).await?;
+        Ok((url, answer))
+    }
+
     /// Triggers a savepoint of `job_id` (the job keeps running); returns the trigger id.
     pub async fn trigger_savepoint(
         &self,
         job_id: &str,
         target_directory: Option<&str>,
     ) -> Result<String> {
-        let url = format!("{}/jobs/{job_id}/savepoints", self.base);
-        let body = json!({ "target-directory": target_directory, "cancel-job": false });
-        let response = self
-            .http
-            .post(&url)
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| rest_error(&url, &e))?;
-        request_id(&url, &decode(&url, response).await?)
+        let (url, answer) = self
+            .post(
+                &format!("/jobs/{job_id}/savepoints"),
+                &json!({ "target-directory": target_directory, "cancel-job": false }),
+            )
+            .await?;
+        request_id(&url, &answer)
     }
 
     /// Stops `job_id` with a savepoint and without drain (`POST /jobs/:jid/stop`), which
@@ -151,20 +163,13 @@ impl FlinkRest {
         target_directory: Option<&str>,
         trigger_id: &str,
     ) -> Result<()> {
-        let url = format!("{}/jobs/{job_id}/stop", self.base);
         let body = StopRequest {
             drain: false,
             target_directory,
             trigger_id,
         };
-        let response = self
-            .http
-            .post(&url)
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| rest_error(&url, &e))?;
-        let answered = request_id(&url, &decode(&url, response).await?)?;
+        let (url, answer) = self.post(&format!("/jobs/{job_id}/stop"), &body).await?;
+        let answered = request_id(&url, &answer)?;
         if answered != trigger_id {
             return Err(Error::FlinkRest {
                 url,

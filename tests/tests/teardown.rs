@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use bluegreen_controller::resource::FlinkBlueGreenDeployment;
 use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
 use bluegreen_local::flink::{DeploymentRef, JobFailure, JobState};
 use bluegreen_protocol::Color;
@@ -11,22 +12,21 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_mins(1);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_outgoing_job_commits_its_output_before_it_is_deleted() -> anyhow::Result<()> {
+/// Blue v1, then a handover to green v2, with checkpoints every 3 minutes (far longer than the
+/// handover) and no deletion delay: blue's output since it started is uncommitted when blue is
+/// torn down, and green has no checkpoint of its own after promotion. `late_records: false`
+/// switches the simulated late records off. Returns the stack and the resource after promotion.
+async fn hand_over_with_long_checkpoints(
+    late_records: bool,
+) -> anyhow::Result<(LocalStack, FlinkBlueGreenDeployment)> {
     let mut stack = LocalStack::start(StackOptions::default()).await?;
     stack.start_controller();
     let mut spec = orders_job("v1", 2);
-    // A checkpoint interval far longer than the handover, no deletion delay, no late records:
-    // blue's output since it started is uncommitted when blue is torn down, and only its
-    // teardown can commit it.
-    spec.template
-        .spec
-        .flink_configuration
-        .insert("execution.checkpointing.interval".into(), "3min".into());
-    spec.template
-        .spec
-        .flink_configuration
-        .insert("bluegreen.sim.late-fraction".into(), "0".into());
+    let conf = &mut spec.template.spec.flink_configuration;
+    conf.insert("execution.checkpointing.interval".into(), "3min".into());
+    if !late_records {
+        conf.insert("bluegreen.sim.late-fraction".into(), "0".into());
+    }
     spec.coordination.deployment_deletion_delay = "0s".into();
     spec.coordination.health.min_checkpoints = 0;
     stack.create("orders", spec).await?;
@@ -38,6 +38,13 @@ async fn the_outgoing_job_commits_its_output_before_it_is_deleted() -> anyhow::R
         )
         .await?;
     let done = stack.wait_steady("orders", Color::Green, WAIT).await?;
+    Ok((stack, done))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outgoing_job_commits_its_output_before_it_is_deleted() -> anyhow::Result<()> {
+    // Only blue's teardown can commit its output.
+    let (stack, done) = hand_over_with_long_checkpoints(false).await?;
     let history = &done.status.as_ref().expect("status").history[0];
     assert_eq!(history.outcome, "Promoted");
     let report = stack.report("orders").await?;
@@ -52,26 +59,9 @@ async fn the_outgoing_job_commits_its_output_before_it_is_deleted() -> anyhow::R
 async fn green_restarting_after_promotion(
     clear_floor: bool,
 ) -> anyhow::Result<bluegreen_local::ledger::LedgerReport> {
-    let mut stack = LocalStack::start(StackOptions::default()).await?;
-    stack.start_controller();
-    let mut spec = orders_job("v1", 2);
     // Green has no checkpoint when it restarts: it replays from blue's savepoint, far below W.
     // Without the floor, RUNNING(GREEN) would pass those replayed records t <= W again.
-    spec.template
-        .spec
-        .flink_configuration
-        .insert("execution.checkpointing.interval".into(), "3min".into());
-    spec.coordination.deployment_deletion_delay = "0s".into();
-    spec.coordination.health.min_checkpoints = 0;
-    stack.create("orders", spec).await?;
-    stack.wait_steady("orders", Color::Blue, WAIT).await?;
-    stack
-        .patch_spec(
-            "orders",
-            json!({"template": {"spec": {"image": "example.com/orders:v2"}}}),
-        )
-        .await?;
-    let done = stack.wait_steady("orders", Color::Green, WAIT).await?;
+    let (stack, done) = hand_over_with_long_checkpoints(true).await?;
     let status = done.status.expect("status");
     assert_eq!(status.floor, status.history[0].toggle, "the floor is W");
     if clear_floor {
