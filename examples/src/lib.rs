@@ -5,6 +5,7 @@
 pub mod real;
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -204,12 +205,38 @@ impl LocalStack {
             }
             if tokio::time::Instant::now() > deadline {
                 bail!(
-                    "{name}: {what} did not happen within {timeout:?}; status: {}",
-                    serde_json::to_string_pretty(&fbgd.status)?
+                    "{name}: {what} did not happen within {timeout:?}; status: {}\n{}",
+                    serde_json::to_string_pretty(&fbgd.status)?,
+                    self.diagnose(name).await
                 );
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// What a failed wait shows besides the resource's status: each child's status and, for
+    /// real jobs, the end of their logs.
+    pub async fn diagnose(&self, name: &str) -> String {
+        let children: Api<kube::api::DynamicObject> = Api::namespaced_with(
+            self.client.clone(),
+            NAMESPACE,
+            &bluegreen_controller::context::flink_deployment_resource(),
+        );
+        let mut out = String::new();
+        for color in [Color::Blue, Color::Green] {
+            let child = format!("{name}-{}", color.suffix());
+            let status = match children.get_opt(&child).await {
+                Ok(Some(c)) => serde_json::to_string(&c.data.get("status")).unwrap_or_default(),
+                Ok(None) => "absent".to_owned(),
+                Err(e) => format!("unreadable: {e}"),
+            };
+            let _ = writeln!(out, "child {child}: {status}");
+            if let Some(real) = &self.real_flink {
+                let dir = real.deployment_dir(&DeploymentRef::new(NAMESPACE, child));
+                out.push_str(&real::log_tails(&dir));
+            }
+        }
+        out
     }
 
     /// Waits until a handover of `name` is in `phase`.

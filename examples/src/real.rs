@@ -3,6 +3,7 @@
 //! the file ledger's verdict on its committed output. Shared by the demo and the real-Flink
 //! end-to-end tests.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -292,4 +293,46 @@ impl LocalStack {
         }
         Ok(file_ledger::read_dir(output, &expect)?)
     }
+}
+
+/// The last lines of every run's `launcher.log` and `sidecar.log` and the errors in its
+/// `flink.log`, under a real deployment's directory (for a failed test's message).
+pub fn log_tails(deployment_dir: &Path) -> String {
+    const LINES: usize = 15;
+    let mut out = String::new();
+    let Ok(entries) = std::fs::read_dir(deployment_dir) else {
+        return out;
+    };
+    let mut runs: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("run-"))
+        })
+        .collect();
+    runs.sort();
+    for run in runs {
+        for (file, errors_only) in [
+            ("launcher.log", false),
+            ("sidecar.log", false),
+            ("flink.log", true),
+        ] {
+            let path = run.join(file);
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let lines: Vec<&str> = text
+                .lines()
+                .filter(|l| !errors_only || l.contains("ERROR") || l.contains("Exception"))
+                .collect();
+            let tail = &lines[lines.len().saturating_sub(LINES)..];
+            let _ = writeln!(out, "--- {} ({} lines)", path.display(), lines.len());
+            for line in tail {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
 }

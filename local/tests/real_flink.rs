@@ -633,6 +633,29 @@ async fn a_missing_jar_or_entry_class_fails_with_a_clear_error() {
         f.flink.jvm_pid(&Fixture::d("noclass")).is_none(),
         "the failed JVM is gone"
     );
+
+    // A JobManager that cannot start (here: its REST port is taken) is reported at once with
+    // its cause, not after the start-up timeout (the JVM used to live on without a REST API).
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port to take");
+    let port = taken.local_addr().expect("address").port();
+    f.create(&deployment_with(
+        "noport",
+        &json!({}),
+        &json!({"rest.bind-port": port.to_string()}),
+    ))
+    .await;
+    let status = f
+        .wait_status("noport", BOUND, |s| {
+            s.lifecycle_state.as_deref() == Some("FAILED")
+        })
+        .await;
+    let error = status.error.expect("an error");
+    assert!(
+        error.contains("could not be submitted") && error.contains(&port.to_string()),
+        "{error}"
+    );
+    assert!(f.flink.jvm_pid(&Fixture::d("noport")).is_none());
+    drop(taken);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -39,6 +39,14 @@ pub enum RealError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// No port in the range the runner hands out was free.
+    #[error("no free port on 127.0.0.1 in {from}..{to} for a job's REST API or sidecar")]
+    NoFreePort {
+        /// The range's first port.
+        from: u16,
+        /// The range's end (exclusive).
+        to: u16,
+    },
     /// A request to a job's Flink REST API failed or answered something unexpected.
     #[error("Flink REST {url}: {reason}")]
     Rest {

@@ -14,6 +14,7 @@
 mod actor;
 mod error;
 mod flink_rest;
+mod ports;
 mod process;
 mod proxy;
 mod spec;

@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 
 use super::RealFlinkOptions;
 use super::error::RealError;
+use super::ports::free_port;
 use super::spec::DeploymentSpec;
 
 /// Environment variables a pod's own env must not inherit from the runner's process.
@@ -58,22 +59,6 @@ pub(crate) struct JobProcess {
 fn io_error(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> RealError {
     let path = path.display().to_string();
     move |source| RealError::Io { what, path, source }
-}
-
-/// A free port on 127.0.0.1 (bound, then released for the child to bind).
-fn free_port() -> Result<u16, RealError> {
-    let listener =
-        std::net::TcpListener::bind("127.0.0.1:0").map_err(|source| RealError::Bind {
-            addr: "127.0.0.1:0".into(),
-            source,
-        })?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|source| RealError::Bind {
-            addr: "127.0.0.1:0".into(),
-            source,
-        })
 }
 
 /// `key=value` lines in Java properties syntax; every character that is not alphanumeric is

@@ -132,7 +132,15 @@ public final class LocalJobLauncher {
                 .setNumTaskManagers(1)
                 .setNumSlotsPerTaskManager(slots)
                 .build());
-        cluster.start();
+        try {
+            cluster.start();
+        } catch (Throwable t) {
+            // A JobManager that cannot start (a REST port taken, a bad option) must end the
+            // process: the cluster's non-daemon threads would otherwise keep it alive without
+            // a REST API, and the runner would wait for its start-up timeout.
+            fail(args.errorFile, t);
+            return;
+        }
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             try {
                 cluster.close();
