@@ -1,0 +1,247 @@
+//! `bluegreen-local up --simulated` as a user runs it: a child process on a free port, then
+//! `kubectl` with the kubeconfig it writes: the simulated example manifest applied in a namespace
+//! of its own, one upgrade by a patch of the image, and a clean exit on SIGTERM.
+//!
+//! Needs `kubectl` on PATH (fails, does not skip, when it is missing).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+const NAME: &str = "orders";
+const NAMESPACE: &str = "try-it";
+
+fn kubectl_path() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("kubectl"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("kubectl not found on PATH: this test needs kubectl 1.32"))
+}
+
+/// The `bluegreen-local` process; killed if the test fails before it is stopped.
+struct Up {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+}
+
+impl Up {
+    fn log(&self) -> String {
+        let read = |f: &str| std::fs::read_to_string(self.dir.path().join(f)).unwrap_or_default();
+        format!(
+            "--- bluegreen-local stdout\n{}--- stderr\n{}",
+            read("stdout.log"),
+            read("stderr.log")
+        )
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("config/kubeconfig")
+    }
+
+    /// Runs kubectl with the kubeconfig; its stdout, panicking (with the server's log) on failure.
+    fn kubectl(&self, args: &[&str]) -> String {
+        let out = Command::new(kubectl_path())
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(args)
+            .output()
+            .expect("run kubectl");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.log()
+        );
+        stdout
+    }
+
+    /// Waits until the resource is active on `color`, Ready, with no handover in progress and
+    /// `promoted` promoted handovers in its history.
+    fn wait_steady(&self, color: &str, promoted: usize, timeout: Duration) {
+        let jsonpath = "jsonpath={.status.activeColor}/{.status.transition.phase}/\
+                        {.status.conditions[?(@.type==\"Ready\")].status}/\
+                        {.status.history[?(@.outcome==\"Promoted\")].epoch}";
+        let want = |got: &str| {
+            let parts: Vec<&str> = got.split('/').collect();
+            parts.len() == 4
+                && parts[0] == color
+                && parts[1].is_empty()
+                && parts[2] == "True"
+                && parts[3].split_whitespace().count() == promoted
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            let got = self.kubectl(&["get", "fbgd", NAME, "-n", NAMESPACE, "-o", jsonpath]);
+            if want(&got) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "not steady on {color} with {promoted} promoted handover(s) within {timeout:?}: \
+                 active/phase/ready/promoted = {got:?}\n{}\n{}",
+                self.kubectl(&["get", "fbgd", NAME, "-n", NAMESPACE, "-o", "yaml"]),
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the exit.
+    fn terminate(&mut self, timeout: Duration) -> (ExitStatus, Duration) {
+        let mut child = self.child.take().expect("running");
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+        let sent = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                return (status, sent.elapsed());
+            }
+            if sent.elapsed() > timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "bluegreen-local did not exit within {timeout:?} of SIGTERM\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+fn start(port: u16) -> Up {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = |name: &str| std::fs::File::create(dir.path().join(name)).expect("log file");
+    let child = Command::new(env!("CARGO_BIN_EXE_bluegreen-local"))
+        .args(["up", "--simulated", "--port", &port.to_string()])
+        .arg("--work-dir")
+        .arg(dir.path().join("work"))
+        .arg("--kubeconfig")
+        .arg(dir.path().join("config/kubeconfig"))
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(file("stdout.log"))
+        .stderr(file("stderr.log"))
+        .spawn()
+        .expect("start bluegreen-local");
+    Up {
+        child: Some(child),
+        dir,
+    }
+}
+
+fn wait_for_file(up: &mut Up, path: &Path, timeout: Duration) -> String {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return text;
+        }
+        if let Some(status) = up.child.as_mut().and_then(|c| c.try_wait().expect("wait")) {
+            panic!("bluegreen-local exited early ({status})\n{}", up.log());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no kubeconfig at {} within {timeout:?}\n{}",
+            path.display(),
+            up.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The whole user journey on the simulated Flink: up, apply, upgrade, SIGTERM.
+#[test]
+fn up_apply_upgrade_and_stop() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/orders-simulated.yaml");
+    let port = free_port();
+    let mut up = start(port);
+    let path = up.kubeconfig();
+    let kubeconfig = wait_for_file(&mut up, &path, Duration::from_secs(30));
+    assert!(
+        kubeconfig.contains(&format!("server: http://127.0.0.1:{port}")),
+        "{kubeconfig}"
+    );
+    let mode = std::fs::metadata(&path).expect("kubeconfig").permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o600,
+        "the kubeconfig is for its owner only"
+    );
+    let banner = std::fs::read_to_string(up.dir.path().join("stdout.log")).expect("stdout");
+    assert!(
+        banner.contains("SIMULATED Flink")
+            && banner.contains(&format!("export KUBECONFIG={}", up.kubeconfig().display()))
+            && banner.contains(&format!("kubectl apply -f {}", manifest.display())),
+        "{banner}"
+    );
+
+    // Both CRDs are installed and the controller watches every namespace.
+    up.kubectl(&["create", "namespace", NAMESPACE]);
+    let out = up.kubectl(&[
+        "apply",
+        "-n",
+        NAMESPACE,
+        "-f",
+        manifest.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        out.contains("flinkbluegreendeployment.bluegreen.dev/orders created"),
+        "{out}"
+    );
+    up.wait_steady("BLUE", 0, Duration::from_secs(20));
+    let children = up.kubectl(&["get", "flinkdeployments", "-n", NAMESPACE, "-o", "name"]);
+    assert_eq!(
+        children.trim(),
+        "flinkdeployment.flink.apache.org/orders-blue"
+    );
+
+    up.kubectl(&[
+        "patch",
+        "fbgd",
+        NAME,
+        "-n",
+        NAMESPACE,
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"image":"example.com/orders:v2"}}}}"#,
+    ]);
+    up.wait_steady("GREEN", 1, Duration::from_secs(30));
+    let children = up.kubectl(&["get", "flinkdeployments", "-n", NAMESPACE, "-o", "name"]);
+    assert_eq!(
+        children.trim(),
+        "flinkdeployment.flink.apache.org/orders-green"
+    );
+
+    let (status, took) = up.terminate(Duration::from_secs(15));
+    assert!(
+        status.success(),
+        "bluegreen-local exited with {status}\n{}",
+        up.log()
+    );
+    assert!(took < Duration::from_secs(10), "stopping took {took:?}");
+    let stdout = std::fs::read_to_string(up.dir.path().join("stdout.log")).expect("stdout");
+    assert!(stdout.contains("bluegreen-local: stopped"), "{stdout}");
+}
