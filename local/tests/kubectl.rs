@@ -70,7 +70,7 @@ async fn start() -> (LocalApiServer, tempfile::TempDir, PathBuf) {
     (server, dir, kubeconfig)
 }
 
-const WIDGET_CRD: &str = r"
+const WIDGET_CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -86,6 +86,8 @@ spec:
     subresources: {status: {}}
     additionalPrinterColumns:
     - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
     schema:
       openAPIV3Schema:
         type: object
@@ -96,7 +98,7 @@ spec:
             properties:
               size: {type: integer}
           status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-";
+"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[allow(clippy::too_many_lines, reason = "one kubectl session, step by step")]
@@ -196,6 +198,33 @@ async fn kubectl_get_apply_delete() {
     );
     let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
     assert_eq!(widgets.get("w1").await.expect("w1").data["spec"]["size"], 5);
+    // Printer columns as Kubernetes renders them: exactly the CRD's (one AGE, from the CRD),
+    // a JSONPath filter picks the Ready condition's status.
+    widgets
+        .patch_status(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": [
+                {"type": "Progressing", "status": "False"},
+                {"type": "Ready", "status": "True"},
+            ]}})),
+        )
+        .await
+        .expect("status");
+    let listed = kubectl(&kc, &["get", "wd"], None).await;
+    let mut lines = listed.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "SIZE", "READY", "AGE"], "{listed}");
+    let row: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[..3], ["w1", "5", "True"], "{listed}");
 
     assert!(
         kubectl(&kc, &["delete", "configmap", "demo"], None)

@@ -220,11 +220,22 @@ fn age(ts: &str) -> String {
     }
 }
 
-fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    path.trim_start_matches('.')
-        .split('.')
-        .filter(|s| !s.is_empty())
-        .try_fold(obj, |cur, seg| cur.get(seg))
+/// A printer column's value: the column's JSONPath (Kubernetes writes `.status.x`, without the
+/// leading `$`) evaluated on the object; several matches are joined with commas, as the API
+/// server's table converter prints them. A path that does not parse gives no value.
+fn json_path(obj: &Value, path: &str) -> Option<Value> {
+    let query = serde_json_path::JsonPath::parse(&format!("${path}")).ok()?;
+    let found = query.query(obj).all();
+    match found.as_slice() {
+        [] => None,
+        [one] => Some((*one).clone()),
+        many => Some(Value::String(
+            many.iter()
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(","),
+        )),
+    }
 }
 
 fn cell(v: Option<&Value>) -> Value {
@@ -248,6 +259,7 @@ fn table(rt: &ResourceType, version: &str, items: &[Arc<Value>], meta: &Value) -
         "Name must be unique within a namespace.",
     )];
     let mut extract: Vec<Extract> = Vec::new();
+    let mut age_column = true;
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "configmaps" | "secrets") => {
             if rt.plural == "secrets" {
@@ -275,11 +287,12 @@ fn table(rt: &ResourceType, version: &str, items: &[Arc<Value>], meta: &Value) -
             extract.push(Box::new(|o| cell(o.pointer("/spec/holderIdentity"))));
         }
         _ => {
-            for pc in rt
+            let printer_columns = rt
                 .version(version)
                 .map(|v| v.printer_columns.clone())
-                .unwrap_or_default()
-            {
+                .unwrap_or_default();
+            age_column = printer_columns.is_empty();
+            for pc in printer_columns {
                 let name = pc
                     .get("name")
                     .and_then(Value::as_str)
@@ -298,21 +311,27 @@ fn table(rt: &ResourceType, version: &str, items: &[Arc<Value>], meta: &Value) -
                 let is_date = ty == "date";
                 columns.push(col(&name, if is_date { "string" } else { &ty }, "", ""));
                 extract.push(Box::new(move |o| match json_path(o, &path) {
-                    Some(Value::String(s)) if is_date => json!(age(s)),
-                    v => cell(v),
+                    Some(Value::String(s)) if is_date => json!(age(&s)),
+                    v => cell(v.as_ref()),
                 }));
             }
         }
     }
-    columns.push(col("Age", "string", "", "CreationTimestamp is a timestamp representing the server time when this object was created."));
+    // Kubernetes adds AGE to built-in kinds and to custom resources without printer columns;
+    // a CRD that lists columns gets exactly those (plus NAME).
+    if age_column {
+        columns.push(col("Age", "string", "", "CreationTimestamp is a timestamp representing the server time when this object was created."));
+    }
     let rows: Vec<Value> = items
         .iter()
         .map(|o| {
             let mut cells = vec![json!(o.name())];
             cells.extend(extract.iter().map(|f| f(o)));
-            cells.push(json!(age(o
-                .meta_str("creationTimestamp")
-                .unwrap_or_default())));
+            if age_column {
+                cells.push(json!(age(o
+                    .meta_str("creationTimestamp")
+                    .unwrap_or_default())));
+            }
             json!({"cells": cells, "object": partial(o)})
         })
         .collect();
