@@ -81,6 +81,12 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
                 "kind": t.kind, "verbs": ["get", "patch", "update"],
             }));
         }
+        if is_service_accounts(t) {
+            resources.push(json!({
+                "name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+                "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"],
+            }));
+        }
     }
     let gv = if group.is_empty() {
         version.to_string()
@@ -107,7 +113,15 @@ fn discovery_resource(t: &ResourceType, version: &str) -> Value {
     if t.version(version).is_some_and(|v| v.status) {
         r["subresources"] = json!([{"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}]);
     }
+    if is_service_accounts(t) {
+        r["subresources"] = json!([{"subresource": "token", "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}, "verbs": ["create"]}]);
+    }
     r
+}
+
+/// ServiceAccounts have the `token` subresource (TokenRequest).
+fn is_service_accounts(t: &ResourceType) -> bool {
+    t.builtin && t.group.is_empty() && t.plural == "serviceaccounts"
 }
 
 /// Aggregated discovery for `/api` (`core`) or `/apis`.

@@ -5,13 +5,14 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, Extension, Request, State};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use serde_json::{Value, json};
 
+use super::auth::{self, AuthState, Requester, WriteGuard};
 use super::delete;
 use super::discovery;
 use super::error::ApiError;
@@ -42,6 +43,7 @@ pub(crate) struct App {
     pub faults: Arc<FaultState>,
     pub opts: ServeOptions,
     pub addr: String,
+    pub auth: Arc<AuthState>,
 }
 
 type AppState = State<Arc<App>>;
@@ -61,6 +63,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/openapi/v3", get(openapi_v3_index))
         .route("/openapi/v3/{*path}", get(openapi_v3_doc))
         .fallback(resource)
+        .layer(from_fn_with_state(Arc::clone(&app), auth::middleware))
         .layer(from_fn_with_state(Arc::clone(&app), gate))
         .layer(DefaultBodyLimit::max(3 * 1024 * 1024))
         .with_state(app)
@@ -203,12 +206,14 @@ fn parse_path(path: &str) -> Option<Target> {
 
 async fn resource(
     State(app): AppState,
+    user: Option<Extension<Requester>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    match handle(&app, &method, &uri, &headers, body).await {
+    let user = user.map(|Extension(Requester(user))| user);
+    match handle(&app, user, &method, &uri, &headers, body).await {
         Ok(resp) => resp,
         Err(err) => err.into_response(),
     }
@@ -220,6 +225,7 @@ async fn resource(
 )]
 async fn handle(
     app: &Arc<App>,
+    user: Option<Arc<super::authn::UserInfo>>,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
@@ -247,6 +253,26 @@ async fn handle(
             .map(|v| json_response(StatusCode::OK, &v))
             .ok_or_else(ApiError::not_found_path);
     };
+    if let (true, "serviceaccounts", Some("token"), Some(ns), Some(name)) = (
+        target.group.is_empty(),
+        resource.as_str(),
+        target.sub.as_deref(),
+        &target.namespace,
+        &target.name,
+    ) {
+        if method != Method::POST {
+            return Err(ApiError::method_not_allowed(
+                "the token subresource supports create (POST) only",
+            ));
+        }
+        let request = if body.iter().all(u8::is_ascii_whitespace) {
+            json!({})
+        } else {
+            parse_body(&body, false).map_err(ApiError::bad_request)?
+        };
+        return auth::token_request(app, ns, name, &request)
+            .map(|v| json_response(StatusCode::CREATED, &v));
+    }
     let p = params(uri)?;
     let watching = method == Method::GET && flag(&p, "watch");
     let verb = match (method.clone(), target.name.is_some()) {
@@ -342,6 +368,10 @@ async fn handle(
         }
         Verb::Create | Verb::Update | Verb::Patch => {
             let mut ctx = write_ctx(&rt, &version, &ns, status, &p, headers);
+            ctx.guard = user.map(|user| WriteGuard {
+                auth: Arc::clone(&app.auth),
+                user,
+            });
             let content_type = headers
                 .get(header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())

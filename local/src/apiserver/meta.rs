@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// 64 random bits from the standard library's per-process random hasher keys plus a counter.
-fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     let mut h = RandomState::new().build_hasher();
     h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
     h.write_u128(
@@ -103,6 +103,18 @@ pub(crate) fn validate_label(name: &str) -> Result<(), String> {
         ));
     }
     validate_subdomain(name)
+}
+
+/// Checks a path segment name (RBAC object names such as `system:discovery`): not `.` or `..`
+/// and without `/` or `%`.
+pub(crate) fn validate_path_segment(name: &str) -> Result<(), String> {
+    if name == "." || name == ".." {
+        return Err(format!("Invalid value: \"{name}\": may not be '{name}'"));
+    }
+    if let Some(c) = name.chars().find(|c| matches!(c, '/' | '%')) {
+        return Err(format!("Invalid value: \"{name}\": may not contain '{c}'"));
+    }
+    Ok(())
 }
 
 /// Read-only accessors on a JSON object.

@@ -14,6 +14,8 @@
 //! See `docs/local-apiserver.md` for what is supported and what is simplified.
 
 mod apply;
+mod auth;
+mod authn;
 mod crd;
 mod delete;
 mod discovery;
@@ -28,6 +30,7 @@ mod params;
 mod patch;
 mod persistence;
 mod protobuf;
+mod rbac;
 mod read;
 mod resources;
 mod schema;
@@ -45,6 +48,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
+pub use auth::{AuthMode, Denial};
+pub use authn::{Token, UserInfo};
 pub use error::{ApiError, Cause};
 pub use faults::{FaultInjector, RequestMatch, Verb};
 pub use schema::{SchemaReport, prune_and_validate, validate_against_crd, validate_against_schema};
@@ -72,6 +77,9 @@ pub struct Options {
     pub max_watch_timeout: Duration,
     /// Log every request at INFO level (`tracing`).
     pub log_requests: bool,
+    /// Bearer-token authentication and RBAC authorization (default: off). See
+    /// [`AuthMode::Rbac`].
+    pub auth: AuthMode,
 }
 
 impl Default for Options {
@@ -84,6 +92,7 @@ impl Default for Options {
             bookmark_interval: Duration::from_secs(10),
             max_watch_timeout: Duration::from_mins(30),
             log_requests: false,
+            auth: AuthMode::Off,
         }
     }
 }
@@ -128,6 +137,7 @@ impl LocalApiServer {
                 log_requests: options.log_requests,
             },
             addr: addr.to_string(),
+            auth: Arc::new(auth::AuthState::new(options.auth)),
         });
         let (stop, mut stop_rx) = tokio::sync::watch::channel(false);
         let router = http::router(Arc::clone(&app));
@@ -162,6 +172,11 @@ impl LocalApiServer {
         for ns in ["default", "kube-system", "kube-public"] {
             this.ensure_namespace(ns)?;
         }
+        if this.app.auth.enabled() {
+            for obj in auth::bootstrap_policy() {
+                this.apply_value(obj)?;
+            }
+        }
         Ok(this)
     }
 
@@ -175,8 +190,18 @@ impl LocalApiServer {
         self.addr.port()
     }
 
-    /// A `kube::Config` for this server (default namespace `default`).
+    /// A `kube::Config` for this server (default namespace `default`). With
+    /// [`AuthMode::Rbac`] it carries the server's administrator token (a member of
+    /// `system:masters`).
     pub fn config(&self) -> kube::Config {
+        if self.app.auth.enabled() {
+            self.config_with_token(&self.app.auth.admin)
+        } else {
+            self.anonymous_config()
+        }
+    }
+
+    fn anonymous_config(&self) -> kube::Config {
         let uri = self
             .url()
             .parse()
@@ -190,14 +215,82 @@ impl LocalApiServer {
             .expect("a plain-HTTP kube::Config always yields a client")
     }
 
-    /// A kubeconfig (YAML) pointing at this server, for `kubectl --kubeconfig`.
+    /// A kubeconfig (YAML) pointing at this server, for `kubectl --kubeconfig` (with the
+    /// administrator token when auth is on).
     pub fn kubeconfig_yaml(&self) -> String {
+        let user = if self.app.auth.enabled() {
+            Some(&self.app.auth.admin)
+        } else {
+            None
+        };
+        self.kubeconfig(user)
+    }
+
+    fn kubeconfig(&self, token: Option<&Token>) -> String {
+        let user = token.map_or_else(|| "{}".to_owned(), |t| format!("{{token: {}}}", t.expose()));
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: bluegreen-local\n  cluster:\n    server: {url}\n\
              contexts:\n- name: bluegreen-local\n  context:\n    cluster: bluegreen-local\n    user: bluegreen-local\n    namespace: default\n\
-             current-context: bluegreen-local\nusers:\n- name: bluegreen-local\n  user: {{}}\n",
+             current-context: bluegreen-local\nusers:\n- name: bluegreen-local\n  user: {user}\n",
             url = self.url()
         )
+    }
+
+    /// Whether requests need a token and RBAC ([`AuthMode::Rbac`]).
+    pub fn auth_enabled(&self) -> bool {
+        self.app.auth.enabled()
+    }
+
+    /// Issues a token for ServiceAccount `namespace/name`, as the TokenRequest API does
+    /// (`kubectl create token NAME -n NAMESPACE` works too): the ServiceAccount must exist, and
+    /// the token is bound to it (it stops working when the ServiceAccount is deleted) and valid
+    /// for 24 hours.
+    pub fn service_account_token(&self, namespace: &str, name: &str) -> Result<Token> {
+        auth::issue_service_account_token(&self.app, namespace, name, Duration::from_hours(24))
+            .map_err(|e| Error::Rejected {
+                code: e.code,
+                reason: e.reason,
+                message: e.message,
+            })
+    }
+
+    /// Issues a token for user `name` in `groups` (and `system:authenticated`), like an entry
+    /// of Kubernetes' static token file; it never expires.
+    pub fn user_token(&self, name: &str, groups: &[&str]) -> Token {
+        self.app
+            .auth
+            .tokens
+            .issue_user(UserInfo::user(name, groups))
+    }
+
+    /// A `kube::Config` for this server that authenticates with `token`.
+    pub fn config_with_token(&self, token: &Token) -> kube::Config {
+        let mut config = self.anonymous_config();
+        config.auth_info = serde_json::from_value(json!({"token": token.expose()}))
+            .expect("an AuthInfo with a token deserializes");
+        config
+    }
+
+    /// A `kube::Client` that authenticates with `token`.
+    pub fn client_with_token(&self, token: &Token) -> kube::Client {
+        kube::Client::try_from(self.config_with_token(token))
+            .expect("a plain-HTTP kube::Config always yields a client")
+    }
+
+    /// A kubeconfig (YAML) that authenticates with `token`.
+    pub fn kubeconfig_yaml_with_token(&self, token: &Token) -> String {
+        self.kubeconfig(Some(token))
+    }
+
+    /// A `kube::Client` acting as ServiceAccount `namespace/name` (a fresh
+    /// [`service_account_token`](Self::service_account_token)).
+    pub fn service_account_client(&self, namespace: &str, name: &str) -> Result<kube::Client> {
+        Ok(self.client_with_token(&self.service_account_token(namespace, name)?))
+    }
+
+    /// The requests refused with `401` or `403` so far, oldest first (the last 10 000).
+    pub fn denials(&self) -> Vec<Denial> {
+        self.app.auth.denials()
     }
 
     /// The fault-injection handle.
@@ -296,6 +389,7 @@ impl LocalApiServer {
             dry_run: false,
             validation: FieldValidation::Warn,
             warnings: Vec::new(),
+            guard: None,
         };
         let written = write::update(
             &mut inner,

@@ -74,6 +74,7 @@ pub(crate) fn write_ctx(
         dry_run: p.get("dryRun").is_some_and(|d| d == "All"),
         validation,
         warnings: Vec::new(),
+        guard: None,
     }
 }
 

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::meta::set_meta;
+use super::rbac::GROUP as RBAC_GROUP;
 use super::resources::{GroupResource, Registry};
 
 /// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
@@ -71,6 +72,9 @@ pub(crate) fn encode_event(kind: &str, object: &Value) -> Bytes {
 pub(crate) struct Inner {
     pub rv: u64,
     pub registry: Registry,
+    /// Changes whenever a Role, ClusterRole, RoleBinding or ClusterRoleBinding does (the
+    /// authorizer's cache key).
+    pub rbac_generation: u64,
     pub objects: HashMap<GroupResource, BTreeMap<ObjKey, Arc<Value>>>,
     history: VecDeque<Arc<WatchRecord>>,
     /// Every event with `rv > history_floor` is in `history`.
@@ -99,6 +103,9 @@ impl Inner {
     ) -> Arc<Value> {
         self.rv += 1;
         let rv = self.rv;
+        if gr.group == RBAC_GROUP {
+            self.rbac_generation += 1;
+        }
         set_meta(&mut obj, "resourceVersion", Some(json!(rv.to_string())));
         let obj = Arc::new(obj);
         let map = self.objects.entry(gr.clone()).or_default();
@@ -188,6 +195,9 @@ impl Inner {
 
     /// Inserts an object as-is, without an event (persistence restore).
     pub fn restore(&mut self, gr: GroupResource, key: ObjKey, obj: Value) {
+        if gr.group == RBAC_GROUP {
+            self.rbac_generation += 1;
+        }
         self.objects
             .entry(gr)
             .or_default()
@@ -213,6 +223,7 @@ impl Store {
             inner: Mutex::new(Inner {
                 rv: 0,
                 registry: Registry::builtin(),
+                rbac_generation: 0,
                 objects: HashMap::new(),
                 history: VecDeque::new(),
                 history_floor: 0,

@@ -5,12 +5,13 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::apply::{ApplyRequest, apply};
+use super::auth::WriteGuard;
 use super::delete;
 use super::error::{ApiError, Cause, Subject};
 use super::fields::{Scope, record_update};
 use super::meta::{
     ObjExt, meta_mut, new_uid, now_rfc3339, random_suffix, set_meta, validate_label,
-    validate_subdomain,
+    validate_path_segment, validate_subdomain,
 };
 use super::normalize;
 use super::patch::{PatchType, json_patch, merge_patch, strategic_merge_patch};
@@ -36,6 +37,9 @@ pub(crate) struct WriteCtx {
     pub dry_run: bool,
     pub validation: FieldValidation,
     pub warnings: Vec<String>,
+    /// The requester's extra checks when auth is on (`None`: none, e.g. the server's own
+    /// writes).
+    pub guard: Option<WriteGuard>,
 }
 
 impl WriteCtx {
@@ -192,6 +196,9 @@ fn create_with(
     }
     let check = if ctx.rt.builtin && ctx.rt.plural == "namespaces" {
         validate_label(&name)
+    } else if ctx.rt.builtin && ctx.rt.group == super::rbac::GROUP {
+        // RBAC names only need to be path segments (`system:discovery`).
+        validate_path_segment(&name)
     } else {
         validate_subdomain(&name)
     };
@@ -232,6 +239,9 @@ fn create_with(
         m.remove("status");
     }
     normalize::normalize(inner, ctx, None, &mut obj)?;
+    if let Some(guard) = &ctx.guard {
+        guard.check_escalation(inner, &ctx.gr(), &ctx.namespace, &name, &obj)?;
+    }
     match applied {
         Some(managed) => set_meta(&mut obj, "managedFields", Some(managed)),
         None => record_update(
@@ -260,6 +270,9 @@ pub(crate) fn update(
     let Some(old) = inner.get(&ctx.gr(), &ctx.namespace, name) else {
         return match op {
             UpdateOp::Apply { config, .. } if !ctx.status => {
+                if let Some(guard) = &ctx.guard {
+                    guard.authorize_create(inner, &ctx.gr(), &ctx.namespace, name)?;
+                }
                 let managed = apply_config(ctx, name, None, &config, false)?;
                 let managed_fields = managed
                     .pointer("/metadata/managedFields")
@@ -311,6 +324,9 @@ pub(crate) fn update(
             false,
         ),
     };
+    if let Some(guard) = &ctx.guard {
+        guard.check_escalation(inner, &ctx.gr(), &ctx.namespace, name, &new)?;
+    }
     let Some(new) = prepare_update(inner, ctx, &old, new, track)? else {
         return Ok(Written {
             object: old,

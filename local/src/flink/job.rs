@@ -151,6 +151,9 @@ pub(crate) struct JobRuntime {
     pub store: Arc<SnapshotStore>,
     pub faults: Faults,
     pub client: kube::Client,
+    /// What the gates read the coordination ConfigMap with (see
+    /// [`LocalFlinkOptions::gate_client`](super::LocalFlinkOptions::gate_client)).
+    pub gate_client: kube::Client,
 }
 
 impl std::fmt::Debug for JobRuntime {
@@ -400,7 +403,7 @@ pub(crate) fn start_job(
     let gate = job.settings.gate.as_ref().map(|target| {
         let shared = SharedState::new(StateOptions::default());
         let watch = ConfigMapSource::new(
-            rt.client.clone(),
+            rt.gate_client.clone(),
             &target.namespace,
             &target.configmap,
             Arc::clone(&shared),

@@ -53,7 +53,7 @@ pub fn flink_deployment_resource() -> ApiResource {
 }
 
 /// Settings of a [`LocalFlink`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct LocalFlinkOptions {
     /// The simulation clock (default: manual, at [`DEFAULT_START_MS`](super::DEFAULT_START_MS)).
     pub clock: SimClock,
@@ -65,6 +65,23 @@ pub struct LocalFlinkOptions {
     pub rest_port: u16,
     /// Also keep snapshots as JSON files here (they survive the runner).
     pub snapshot_dir: Option<PathBuf>,
+    /// The client the jobs' gates watch their coordination ConfigMap with: in a cluster, the
+    /// sidecar next to the TaskManager uses its pod's service account, so a test of RBAC
+    /// passes a client acting as that service account here. `None`: the runner's own client.
+    pub gate_client: Option<kube::Client>,
+}
+
+impl std::fmt::Debug for LocalFlinkOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalFlinkOptions")
+            .field("clock", &self.clock)
+            .field("sink_mode", &self.sink_mode)
+            .field("namespace", &self.namespace)
+            .field("rest_port", &self.rest_port)
+            .field("snapshot_dir", &self.snapshot_dir)
+            .field("gate_client", &self.gate_client.as_ref().map(|_| "kube::Client"))
+            .finish()
+    }
 }
 
 impl Default for LocalFlinkOptions {
@@ -75,6 +92,7 @@ impl Default for LocalFlinkOptions {
             namespace: None,
             rest_port: 0,
             snapshot_dir: None,
+            gate_client: None,
         }
     }
 }
@@ -113,6 +131,7 @@ impl LocalFlink {
             ledger: Arc::new(Ledger::new(options.sink_mode)),
             store: Arc::new(SnapshotStore::new(options.snapshot_dir)),
             faults: Faults::new(options.clock),
+            gate_client: options.gate_client.unwrap_or_else(|| client.clone()),
             client: client.clone(),
         };
         let shared = Arc::new(Shared {
