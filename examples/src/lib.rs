@@ -3,6 +3,7 @@
 //! as `bluegreen-controller run`, pointed at them through an ordinary `kube::Client`.
 
 pub mod real;
+pub mod reliability;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
