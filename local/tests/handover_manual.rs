@@ -155,30 +155,36 @@ async fn late_records_at_or_below_w_arriving_after_blue_stopped_are_lost_while_g
 async fn late_records_at_or_below_w_arriving_after_green_is_running_are_dropped_by_the_floor() {
     // Blue stopped as soon as both watermarks passed W, RUNNING(GREEN, floor = W) at once: a late
     // record with t <= W reaches only green, which drops it as late (the floor) and counts it.
-    // Never emitted twice, never by the wrong color: lost, like data later than the allowed
-    // lateness.
+    // Never emitted twice, never by the wrong color: a late drop, like data later than the
+    // allowed lateness; the ledger counts it apart from losses.
     let h = hand_over(0, 0).await;
     let r = &h.report;
     assert_eq!(r.total.duplicates, 0, "{r}");
     assert_eq!(r.total.wrong_color, 0, "{r}");
+    assert_eq!(
+        r.total.losses, 0,
+        "every missing record is a late drop: {r}"
+    );
     assert!(
-        r.total.losses > 0,
+        r.total.late_drops > 0,
         "the oracle must see the late records: {r}"
     );
     assert_eq!(
-        r.color(Some(Color::Blue)).losses,
-        r.total.losses,
-        "only blue-owned (t <= W) records are lost: {r}"
+        r.color(Some(Color::Green)).late_drops,
+        r.total.late_drops,
+        "green dropped them: {r}"
     );
-    let green_late: u64 = h
-        .green
-        .view()
-        .gates
+    assert!(
+        r.is_exactly_once_within_lateness() && !r.is_exactly_once(),
+        "{r}"
+    );
+    let late: u64 = [&h.green, &h.blue]
         .iter()
+        .flat_map(|j| j.view().gates)
         .map(|g| g.snapshot().dropped_late)
         .sum();
-    assert!(
-        green_late >= r.total.losses,
-        "green counts every lost record as a late drop: {green_late} late drops, {r}"
+    assert_eq!(
+        late, r.late_drop_events,
+        "the ledger sees exactly the late drops the gates count: {r}"
     );
 }

@@ -22,7 +22,7 @@ use super::config::JobSettings;
 use super::error::SimError;
 use super::snapshot::{Snapshot, SnapshotKind};
 use super::source::Record;
-use crate::ledger::{Emission, Ledger};
+use crate::ledger::{Emission, LateDrop, Ledger};
 
 /// Flink's "no watermark yet".
 pub const NO_WATERMARK: i64 = i64::MIN;
@@ -186,6 +186,20 @@ impl Engine {
         stopped: &[Option<i64>],
         ledger: &Ledger,
     ) -> Option<Held> {
+        let held = self.run_records(until_ms, stopped, ledger);
+        // Publish the gates' counters now, so that they match the ledger after every step.
+        for gate in &mut self.gates {
+            gate.flush();
+        }
+        held
+    }
+
+    fn run_records(
+        &mut self,
+        until_ms: i64,
+        stopped: &[Option<i64>],
+        ledger: &Ledger,
+    ) -> Option<Held> {
         if let Some(held) = self.held
             && !self.try_release(held, ledger)
         {
@@ -195,8 +209,8 @@ impl Engine {
             self.update_watermarks(record.arrival);
             let p = self.parallelism() as u64;
             let subtask = u32::try_from(record.key % p).unwrap_or(0);
-            let decision = match self.gates.get_mut(subtask as usize) {
-                None => Decision::Pass,
+            let (decision, late) = match self.gates.get_mut(subtask as usize) {
+                None => (Decision::Pass, false),
                 Some(gate) => {
                     gate.refresh();
                     if gate.rule().decide(record.event_time) == Decision::Hold {
@@ -210,10 +224,11 @@ impl Engine {
                         self.held = Some(held);
                         return Some(held);
                     }
-                    gate.decide(record.event_time)
+                    let decision = gate.decide(record.event_time);
+                    (decision, gate.rule().is_late(record.event_time))
                 }
             };
-            self.consume(record, subtask, decision, ledger);
+            self.consume(record, subtask, decision, late, ledger);
         }
         self.update_watermarks(until_ms);
         None
@@ -229,12 +244,22 @@ impl Engine {
             return false;
         }
         let decision = gate.decide(held.record.event_time);
+        let late = gate.rule().is_late(held.record.event_time);
         self.held = None;
-        self.consume(held.record, held.subtask, decision, ledger);
+        self.consume(held.record, held.subtask, decision, late, ledger);
         true
     }
 
-    fn consume(&mut self, record: Record, subtask: u32, decision: Decision, ledger: &Ledger) {
+    /// Reads `record` (position, watermark, running count) and writes its `decision`: an
+    /// emission, or, for a record the gate dropped as `late` (at or below the floor), a late drop.
+    fn consume(
+        &mut self,
+        record: Record,
+        subtask: u32,
+        decision: Decision,
+        late: bool,
+        ledger: &Ledger,
+    ) {
         let split = record.id.split() as usize;
         self.positions[split] += 1;
         let s = &mut self.splits[split];
@@ -253,6 +278,15 @@ impl Engine {
                 count,
                 event_time: record.event_time,
                 color: self.color,
+                subtask,
+                job_id: self.job_id.clone(),
+                attempt: self.attempt,
+            });
+        } else if let (Decision::Drop, true, Some(color)) = (decision, late, self.color) {
+            ledger.drop_late(LateDrop {
+                record: record.id,
+                event_time: record.event_time,
+                color,
                 subtask,
                 job_id: self.job_id.clone(),
                 attempt: self.attempt,

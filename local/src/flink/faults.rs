@@ -62,6 +62,7 @@ struct DeploymentFaults {
     crash_loop: bool,
     rest: RestFault,
     gate_in_source: bool,
+    lag_ms: i64,
 }
 
 #[derive(Debug, Default)]
@@ -158,6 +159,17 @@ impl Faults {
     /// Makes every attempt of `d`'s job fail right after it starts (until switched off).
     pub fn crash_loop(&self, d: &DeploymentRef, on: bool) {
         self.with(d, |f| f.crash_loop = on);
+    }
+
+    /// Makes the job of `d` lag behind the topic: it reads only records that arrived at least
+    /// `lag_ms` ago (a slow consumer, far behind the other color); `0` lets it catch up at once.
+    pub fn lag(&self, d: &DeploymentRef, lag_ms: i64) {
+        self.with(d, |f| f.lag_ms = lag_ms.max(0));
+    }
+
+    /// How far the job of `d` lags behind the topic (ms).
+    pub(crate) fn lag_ms(&self, d: &DeploymentRef) -> i64 {
+        self.lock().deployments.get(d).map_or(0, |f| f.lag_ms)
     }
 
     /// Makes `split` of the topic deliver nothing from now on (its records pile up) until

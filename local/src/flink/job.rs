@@ -618,8 +618,9 @@ impl Driver {
                 );
             }
             let stopped = self.rt.faults.stopped_splits(settings.source.splits);
+            let lag = self.rt.faults.lag_ms(&self.job.deployment);
             while let (Some(at), Some(i)) = (next_checkpoint.filter(|at| *at <= now), interval) {
-                engine.run_until(at, &stopped, &self.rt.ledger);
+                engine.run_until(at.saturating_sub(lag), &stopped, &self.rt.ledger);
                 if let Err(e) = self.complete_snapshot(&engine, SnapshotKind::Checkpoint, at) {
                     tracing::warn!(job = %self.job.deployment, error = %e, "checkpoint failed");
                     self.job.publish(|v| v.failed_checkpoints += 1);
@@ -628,7 +629,7 @@ impl Driver {
             }
             let gate_seen = self.gate.as_ref().map(|g| g.1.generation());
             engine.refresh_gates();
-            let held = engine.run_until(now, &stopped, &self.rt.ledger);
+            let held = engine.run_until(now.saturating_sub(lag), &stopped, &self.rt.ledger);
             if let Some(reason) = held.and_then(|h| self.hold_timeout(h, now)) {
                 return AttemptEnd::Failed(JobFailure::Restart, reason);
             }
