@@ -4,7 +4,9 @@ use bluegreen_protocol::Color;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::resource::{FlinkBlueGreenDeploymentSpec, FlinkDeploymentTemplate};
+use crate::error::Error;
+use crate::injection::{self, GateTarget};
+use crate::resource::{FlinkBlueGreenDeploymentSpec, FlinkDeploymentTemplate, SidecarInjection};
 
 /// API version of the Apache Flink operator's resource.
 pub const API_VERSION: &str = "flink.apache.org/v1beta1";
@@ -38,7 +40,24 @@ pub fn child_name(deployment: &str, color: Color) -> String {
 pub fn template_hash(template: &FlinkDeploymentTemplate) -> String {
     let mut t = template.clone();
     t.spec.job.state = None;
-    let canonical = serde_json::to_vec(&t).expect("a template always serialises");
+    hash_of(&t)
+}
+
+/// The hash a handover is started by when it changes: [`template_hash`] while `spec.sidecar` has
+/// its defaults (so resources that never set it keep the hash they had before it existed), else
+/// the hash of the template and `spec.sidecar` together (a sidecar change is rolled out by a
+/// handover, like a template change).
+pub fn spec_hash(spec: &FlinkBlueGreenDeploymentSpec) -> String {
+    if spec.sidecar == SidecarInjection::default() {
+        return template_hash(&spec.template);
+    }
+    let mut t = spec.template.clone();
+    t.spec.job.state = None;
+    hash_of(&(&t, &spec.sidecar))
+}
+
+fn hash_of(value: &impl serde::Serialize) -> String {
+    let canonical = serde_json::to_vec(value).expect("a spec always serialises");
     let digest = Sha256::digest(&canonical);
     digest
         .iter()
@@ -65,14 +84,16 @@ pub struct ChildContext<'a> {
     pub owner_kind: &'a str,
 }
 
-/// Builds the child of `color` as a server-side-apply body.
+/// Builds the child of `color` as a server-side-apply body: the template with the gates'
+/// Flink configuration and environment and, unless turned off, the `bluegreen-sidecar` in the
+/// TaskManager pod template ([`injection`]). Fails only for a spec `settings::validate` refuses.
 pub fn build(
     ctx: &ChildContext<'_>,
     spec: &FlinkBlueGreenDeploymentSpec,
     color: Color,
     template_hash: &str,
     restore_path: Option<&str>,
-) -> Value {
+) -> Result<Value, Error> {
     let template = &spec.template;
     let mut child_spec = template.spec.clone();
     child_spec.job.initial_savepoint_path = restore_path.map(str::to_owned);
@@ -91,9 +112,16 @@ pub fn build(
             .flink_configuration
             .insert(k.to_owned(), v.to_owned());
     }
-    let mut spec_value =
-        serde_json::to_value(&child_spec).expect("a FlinkDeployment spec always serialises");
-    inject_env(&mut spec_value, color, &configmap, ctx.namespace);
+    injection::inject(
+        &mut child_spec.other,
+        &spec.sidecar,
+        GateTarget {
+            color,
+            configmap: &configmap,
+            namespace: ctx.namespace,
+        },
+    )?;
+    let spec_value = serde_json::to_value(&child_spec)?;
 
     let mut labels: Map<String, Value> = template
         .metadata
@@ -112,7 +140,7 @@ pub fn build(
         .map(|(k, v)| (k.clone(), Value::String(v.clone())))
         .collect();
     annotations.insert(ANNOTATION_TEMPLATE_HASH.into(), template_hash.into());
-    json!({
+    Ok(json!({
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": {
@@ -130,58 +158,13 @@ pub fn build(
             }],
         },
         "spec": spec_value,
-    })
-}
-
-/// Adds the gate's environment (for the sidecar and the JNI shim) to the main container of the
-/// pod template, keeping everything else the template says.
-fn inject_env(spec: &mut Value, color: Color, configmap: &str, namespace: &str) {
-    let env = [
-        ("BLUEGREEN_COLOR", color.as_str()),
-        ("BLUEGREEN_CONFIGMAP", configmap),
-        ("BLUEGREEN_NAMESPACE", namespace),
-    ];
-    let pod_spec = spec
-        .as_object_mut()
-        .expect("spec is an object")
-        .entry("podTemplate")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .map(|pt| pt.entry("spec").or_insert_with(|| json!({})));
-    let Some(Value::Object(pod_spec)) = pod_spec else {
-        return;
-    };
-    let containers = pod_spec.entry("containers").or_insert_with(|| json!([]));
-    let Value::Array(containers) = containers else {
-        return;
-    };
-    let index = containers
-        .iter()
-        .position(|c| c.get("name").and_then(Value::as_str) == Some("flink-main-container"))
-        .unwrap_or_else(|| {
-            containers.push(json!({"name": "flink-main-container"}));
-            containers.len() - 1
-        });
-    let main = &mut containers[index];
-    let Value::Object(main) = main else {
-        return;
-    };
-    let vars = main.entry("env").or_insert_with(|| json!([]));
-    let Value::Array(vars) = vars else {
-        return;
-    };
-    vars.retain(|v| {
-        !env.iter()
-            .any(|(name, _)| v.get("name").and_then(Value::as_str) == Some(name))
-    });
-    vars.extend(
-        env.iter()
-            .map(|(name, value)| json!({"name": name, "value": value})),
-    );
+    }))
 }
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::core::v1::PodSpec;
+
     use super::*;
     use crate::fixtures::spec;
 
@@ -198,7 +181,7 @@ mod tests {
     #[test]
     fn child_carries_gate_config_owner_and_restore_path() {
         let s = spec("local:///job.jar");
-        let child = build(&ctx(), &s, Color::Green, "abc", Some("file:///sp/1"));
+        let child = build(&ctx(), &s, Color::Green, "abc", Some("file:///sp/1")).expect("valid");
         assert_eq!(child["metadata"]["name"], "orders-green");
         assert_eq!(child["metadata"]["labels"][LABEL_COLOR], "green");
         assert_eq!(
@@ -236,15 +219,169 @@ mod tests {
             "podTemplate".into(),
             json!({"spec": {"containers": [{"name": "flink-main-container", "env": [{"name": "A", "value": "1"}]}, {"name": "side"}]}}),
         );
-        let child = build(&ctx(), &s, Color::Blue, "h", None);
+        let child = build(&ctx(), &s, Color::Blue, "h", None).expect("valid");
         assert_eq!(child["spec"]["jobManager"]["resource"]["memory"], "2048m");
         let containers = child["spec"]["podTemplate"]["spec"]["containers"]
             .as_array()
             .unwrap();
         assert_eq!(containers.len(), 2);
         let env = containers[0]["env"].as_array().unwrap();
-        assert_eq!(env.len(), 4);
+        // A, then the gate's color, ConfigMap, namespace and the sidecar's URL.
+        assert_eq!(env.len(), 5);
         assert!(child["spec"]["job"].get("initialSavepointPath").is_none());
+    }
+
+    fn task_manager_pod(child: &Value) -> PodSpec {
+        serde_json::from_value(child["spec"]["taskManager"]["podTemplate"]["spec"].clone())
+            .expect("a TaskManager pod spec")
+    }
+
+    fn sidecars(child: &Value) -> usize {
+        let text = child.to_string();
+        text.matches(&format!("\"name\":\"{}\"", injection::SIDECAR_CONTAINER))
+            .count()
+    }
+
+    /// A user's pod templates (common and TaskManager) with containers, volumes and other fields.
+    fn spec_with_pod_templates() -> FlinkBlueGreenDeploymentSpec {
+        let mut s = spec("local:///job.jar");
+        s.template.spec.other.insert(
+            "podTemplate".into(),
+            json!({"spec": {
+                "containers": [{"name": "flink-main-container", "volumeMounts": [{"name": "conf", "mountPath": "/conf"}]}],
+                "volumes": [{"name": "conf", "configMap": {"name": "job-conf"}}],
+            }}),
+        );
+        s.template.spec.other.insert(
+            "taskManager".into(),
+            json!({
+                "replicas": 2,
+                "resource": {"memory": "2048m", "cpu": 1},
+                "podTemplate": {
+                    "metadata": {"labels": {"pool": "tm"}},
+                    "spec": {
+                        "containers": [
+                            {"name": "flink-main-container", "volumeMounts": [{"name": "logs", "mountPath": "/opt/flink/log"}]},
+                            {"name": "log-shipper", "image": "fluent-bit:3", "volumeMounts": [{"name": "logs", "mountPath": "/logs"}]},
+                        ],
+                        "volumes": [{"name": "logs", "emptyDir": {}}],
+                        "nodeSelector": {"pool": "flink"},
+                    },
+                },
+            }),
+        );
+        s
+    }
+
+    #[test]
+    fn the_child_carries_the_sidecar_once_merged_with_the_users_task_manager_template() {
+        let s = spec_with_pod_templates();
+        let child = build(&ctx(), &s, Color::Green, "h", None).expect("valid");
+        assert_eq!(sidecars(&child), 1, "{child}");
+        let pod = task_manager_pod(&child);
+        let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
+        // The user's containers as written, then ours: last, so that the operator's merge of
+        // this template into the common one (by position or by name) adds it without merging it
+        // into a container of the common template.
+        assert_eq!(
+            names,
+            ["flink-main-container", "log-shipper", "bluegreen-sidecar"]
+        );
+        assert_eq!(pod.containers[0].image, None);
+        assert_eq!(
+            pod.containers[0].env, None,
+            "the gate's env is in the common template"
+        );
+        assert_eq!(
+            pod.containers[0].volume_mounts.as_ref().map(Vec::len),
+            Some(1)
+        );
+        assert_eq!(pod.containers[1].image.as_deref(), Some("fluent-bit:3"));
+        assert_eq!(pod.volumes.as_ref().map(Vec::len), Some(1));
+        assert_eq!(
+            pod.node_selector,
+            Some([("pool".to_owned(), "flink".to_owned())].into())
+        );
+        let sidecar = &pod.containers[2];
+        assert_eq!(
+            sidecar.image.as_deref(),
+            Some(injection::DEFAULT_SIDECAR_IMAGE)
+        );
+        let listen = sidecar
+            .env
+            .iter()
+            .flatten()
+            .find(|v| v.name == injection::env::LISTEN)
+            .and_then(|v| v.value.as_deref());
+        assert_eq!(listen, Some("127.0.0.1:8787"));
+        let tm = &child["spec"]["taskManager"];
+        assert_eq!(tm["replicas"], 2);
+        assert_eq!(tm["resource"]["memory"], "2048m");
+        assert_eq!(tm["podTemplate"]["metadata"]["labels"]["pool"], "tm");
+        // The common template keeps its volume and mount; its main container gets the URL.
+        let common = &child["spec"]["podTemplate"]["spec"];
+        assert_eq!(common["volumes"][0]["name"], "conf");
+        let main = &common["containers"][0];
+        assert_eq!(main["volumeMounts"][0]["mountPath"], "/conf");
+        assert!(
+            main["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["name"] == injection::env::SIDECAR_URL
+                    && e["value"] == "http://127.0.0.1:8787"),
+            "{main}"
+        );
+        // Rendering again (every reconcile that applies the child) does not add it twice.
+        let again = build(&ctx(), &s, Color::Green, "h", None).expect("valid");
+        assert_eq!(again, child);
+    }
+
+    #[test]
+    fn the_children_validate_against_the_upstream_flink_deployment_schema() {
+        for s in [spec("local:///job.jar"), spec_with_pod_templates()] {
+            let child = build(&ctx(), &s, Color::Blue, "h", None).expect("valid");
+            let report =
+                bluegreen_local::flink::crd::validate_flink_deployment(&child).expect("schema");
+            assert!(report.errors.is_empty(), "{:?}", report.errors);
+            assert!(
+                report.unknown_fields.is_empty(),
+                "{:?}",
+                report.unknown_fields
+            );
+        }
+    }
+
+    #[test]
+    fn turned_off_the_child_has_no_sidecar() {
+        let mut s = spec_with_pod_templates();
+        s.sidecar.inject = false;
+        let child = build(&ctx(), &s, Color::Blue, "h", None).expect("valid");
+        assert_eq!(sidecars(&child), 0, "{child}");
+        assert!(!child.to_string().contains(injection::env::SIDECAR_URL));
+        let names: Vec<String> = task_manager_pod(&child)
+            .containers
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(
+            names,
+            ["flink-main-container", "log-shipper"],
+            "the user's template as written"
+        );
+        assert!(child.to_string().contains(injection::env::CONFIGMAP));
+    }
+
+    #[test]
+    fn a_sidecar_change_changes_the_hash_its_defaults_do_not() {
+        let a = spec("local:///job.jar");
+        assert_eq!(spec_hash(&a), template_hash(&a.template));
+        let mut b = a.clone();
+        b.sidecar.image = Some("registry.example.com/bluegreen/sidecar:2".into());
+        assert_ne!(spec_hash(&a), spec_hash(&b));
+        let mut c = b.clone();
+        c.template.spec.job.state = Some("suspended".into());
+        assert_eq!(spec_hash(&b), spec_hash(&c));
     }
 
     #[test]

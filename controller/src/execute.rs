@@ -1,7 +1,9 @@
-//! Applies a plan: the status first (intent), then each action in order (I/O only).
+//! Applies a plan: the status first (intent), then each action in order (I/O only). A child is
+//! applied after its gates' Role and RoleBinding.
 
 use bluegreen_protocol::{Color, CoordinationState, check_transition, configmap_name};
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
@@ -11,6 +13,7 @@ use crate::child::{ChildContext, build, child_name};
 use crate::context::{ACTION_ANNOTATION, Context, FIELD_MANAGER, flink_deployment_resource};
 use crate::error::{Error, Result};
 use crate::flink_rest::FlinkRest;
+use crate::gate_rbac;
 use crate::handover::{Action, Note, Plan};
 use crate::resource::{FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentStatus};
 
@@ -38,6 +41,7 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
                 template_hash,
                 restore_path,
             } => {
+                apply_gate_rbac(ctx, fbgd, &namespace, *color).await?;
                 let body = child_body(fbgd, *color, template_hash, restore_path.as_deref())?;
                 let params = PatchParams::apply(FIELD_MANAGER).force();
                 children
@@ -104,13 +108,38 @@ fn child_body(
         owner_api_version: &owner_api_version,
         owner_kind: &owner_kind,
     };
-    Ok(build(
-        &child_ctx,
-        &fbgd.spec,
-        color,
-        template_hash,
-        restore_path,
-    ))
+    build(&child_ctx, &fbgd.spec, color, template_hash, restore_path)
+}
+
+/// Server-side applies the gates' Role and the RoleBinding of the child of `color` (owned by the
+/// resource, so they are garbage-collected with it). Runs before every apply of that child, so
+/// its TaskManagers can read the ConfigMap from their first start, and repeats harmlessly after a
+/// restart.
+async fn apply_gate_rbac(
+    ctx: &Context,
+    fbgd: &FlinkBlueGreenDeployment,
+    namespace: &str,
+    color: Color,
+) -> Result<()> {
+    let name = fbgd.name_any();
+    let owner = fbgd
+        .controller_owner_ref(&())
+        .ok_or(Error::MissingMetadata("uid"))?;
+    let account = gate_rbac::service_account(&fbgd.spec.template.spec)?;
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let role = gate_rbac::role(namespace, &name, owner.clone());
+    Api::<Role>::namespaced(ctx.client.clone(), namespace)
+        .patch(&gate_rbac::role_name(&name), &params, &Patch::Apply(&role))
+        .await?;
+    let binding = gate_rbac::role_binding(namespace, &name, color, &account, owner);
+    Api::<RoleBinding>::namespaced(ctx.client.clone(), namespace)
+        .patch(
+            &gate_rbac::role_binding_name(&name, color),
+            &params,
+            &Patch::Apply(&binding),
+        )
+        .await?;
+    Ok(())
 }
 
 /// The REST client of the child of `color` and its job id.

@@ -26,6 +26,7 @@ pub fn spec(jar: &str) -> FlinkBlueGreenDeploymentSpec {
             },
         },
         coordination: crate::resource::Coordination::default(),
+        sidecar: crate::resource::SidecarInjection::default(),
     }
 }
 

@@ -1,7 +1,8 @@
 //! The `FlinkBlueGreenDeployment` operator: exactly-once blue/green handovers of stateful Flink
 //! jobs, built on the Apache Flink Kubernetes Operator's `FlinkDeployment`.
 //!
-//! Pure core (no client required): [`settings::validate`], [`handover::plan`], [`child::build`].
+//! Pure core (no client required): [`settings::validate`], [`handover::plan`], [`child::build`]
+//! (with [`injection`]), [`gate_rbac`].
 //! Shell: [`observe::observe`] gathers an [`observed::Observed`], [`execute::execute`] applies a
 //! [`handover::Plan`], [`reconcile`] wires them into a kube-runtime `Controller`.
 #![forbid(unsafe_code)]
@@ -12,7 +13,9 @@ pub mod context;
 pub mod error;
 pub mod execute;
 pub mod flink_rest;
+pub mod gate_rbac;
 pub mod handover;
+pub mod injection;
 pub mod leader;
 pub mod metrics;
 pub mod observe;

@@ -6,7 +6,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;
 
-use crate::child::{ANNOTATION_TEMPLATE_HASH, child_name, template_hash};
+use crate::child::{ANNOTATION_TEMPLATE_HASH, child_name, spec_hash};
 use crate::context::{ACTION_ANNOTATION, Context, flink_deployment_resource};
 use crate::error::{Error, Result};
 use crate::flink_rest::FlinkRest;
@@ -57,7 +57,7 @@ pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<O
         now: jiff::Timestamp::now(),
         generation: fbgd.metadata.generation.unwrap_or(0),
         settings,
-        template_hash: template_hash(&fbgd.spec.template),
+        template_hash: spec_hash(&fbgd.spec),
         initial_savepoint: job.initial_savepoint_path.clone(),
         redeploy_nonce: job.savepoint_redeploy_nonce,
         wanted_job_state: job.state.clone().unwrap_or_else(|| "running".into()),

@@ -34,6 +34,40 @@ pub struct FlinkBlueGreenDeploymentSpec {
     /// How handovers are coordinated.
     #[serde(default)]
     pub coordination: Coordination,
+    /// The `bluegreen-sidecar` the controller adds to the children's TaskManager pods.
+    #[serde(default)]
+    pub sidecar: SidecarInjection,
+}
+
+/// The `bluegreen-sidecar` container added to the TaskManager pod template of both children
+/// (docs/operations.md, "Sidecar injection and gate RBAC"). A change of it (other than to the
+/// defaults) is rolled out by a handover, like a template change.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SidecarInjection {
+    /// Add the sidecar (default). `false` for images that embed the JNI shim
+    /// (`JniStateSource`) or that run their own sidecar; the gate RBAC is created either way.
+    pub inject: bool,
+    /// Its image; default `bluegreen/sidecar:<the controller's version>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Its resources; default requests `cpu: 10m, memory: 32Mi`, limits `memory: 64Mi`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    /// The port it listens on at 127.0.0.1 (loopback only), handed to the job as
+    /// `BLUEGREEN_SIDECAR_URL`.
+    pub port: u16,
+}
+
+impl Default for SidecarInjection {
+    fn default() -> Self {
+        Self {
+            inject: true,
+            image: None,
+            resources: None,
+            port: 8787,
+        }
+    }
 }
 
 /// Metadata and spec of the child FlinkDeployments.

@@ -122,6 +122,7 @@ pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<Settings, Error> 
             "must be at least 1",
         ));
     }
+    crate::injection::validate(spec)?;
     Ok(Settings {
         toggle,
         deletion_delay: duration(

@@ -391,5 +391,6 @@ pub fn orders_job(version: &str, parallelism: i32) -> FlinkBlueGreenDeploymentSp
             abort_grace_period: "30s".into(),
             ..Coordination::default()
         },
+        sidecar: bluegreen_controller::resource::SidecarInjection::default(),
     }
 }

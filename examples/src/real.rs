@@ -205,6 +205,7 @@ impl ExampleJob {
                 },
                 ..Coordination::default()
             },
+            sidecar: bluegreen_controller::resource::SidecarInjection::default(),
         }
     }
 }

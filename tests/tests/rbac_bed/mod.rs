@@ -44,7 +44,7 @@ pub const JOB_SA: &str = "flink";
 /// watch on that one ConfigMap). Off while the controller does not render that Role yet: the
 /// gates then read with the administrator's client. Turn it on when controller/src/child.rs
 /// renders it.
-pub const SIDECAR_RBAC_FROM_CONTROLLER: bool = false;
+pub const SIDECAR_RBAC_FROM_CONTROLLER: bool = true;
 
 /// The example job's name.
 pub const JOB: &str = "orders";

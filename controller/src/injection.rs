@@ -1,0 +1,664 @@
+//! What the controller adds to a child's pod templates for its gates (pure): the gate's
+//! environment on the main container, and the `bluegreen-sidecar` container in the TaskManager
+//! pod template (docs/operations.md, "Sidecar injection and gate RBAC").
+//!
+//! The pod templates are read into a partial model ([`PodTemplate`]): the controller types only
+//! what it changes (container names, the main container's `env`) and keeps every other field as
+//! written. Reading a user's template into k8s-openapi's `PodTemplateSpec` would silently drop the
+//! fields that version of the types does not know.
+
+use std::collections::BTreeMap;
+
+use bluegreen_protocol::Color;
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, EnvVar, ResourceRequirements, SeccompProfile, SecurityContext,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+use crate::resource::{FlinkBlueGreenDeploymentSpec, SidecarInjection};
+
+/// The name of the injected container (and of a container the user may have added by hand).
+pub const SIDECAR_CONTAINER: &str = "bluegreen-sidecar";
+/// The name of Flink's main container in a pod template.
+pub const MAIN_CONTAINER: &str = "flink-main-container";
+/// The sidecar's image when `spec.sidecar.image` is not set.
+pub const DEFAULT_SIDECAR_IMAGE: &str = concat!("bluegreen/sidecar:", env!("CARGO_PKG_VERSION"));
+/// The loopback address the sidecar listens on (with `spec.sidecar.port`).
+pub const LOOPBACK: &str = "127.0.0.1";
+
+/// Environment variables of the gate's side (the sidecar reads them as its configuration, the
+/// JNI shim and the example job read them in the TaskManager's main container).
+pub mod env {
+    /// The child's color (`BLUE`/`GREEN`).
+    pub const COLOR: &str = "BLUEGREEN_COLOR";
+    /// The coordination ConfigMap's name.
+    pub const CONFIGMAP: &str = "BLUEGREEN_CONFIGMAP";
+    /// The coordination ConfigMap's namespace.
+    pub const NAMESPACE: &str = "BLUEGREEN_NAMESPACE";
+    /// The sidecar's base URL, for the job's `SidecarStateSource` (main container only).
+    pub const SIDECAR_URL: &str = "BLUEGREEN_SIDECAR_URL";
+    /// Where the sidecar listens (sidecar container only).
+    pub const LISTEN: &str = "BLUEGREEN_LISTEN";
+}
+
+/// Where the user's pod templates are, as named in errors.
+const COMMON_TEMPLATE_FIELD: &str = "spec.template.spec.podTemplate";
+const TASK_MANAGER_FIELD: &str = "spec.template.spec.taskManager";
+const TASK_MANAGER_TEMPLATE_FIELD: &str = "spec.template.spec.taskManager.podTemplate";
+/// The keys of the FlinkDeployment spec the pod templates are under.
+const POD_TEMPLATE_KEY: &str = "podTemplate";
+const TASK_MANAGER_KEY: &str = "taskManager";
+
+/// A pod template (a Pod: `apiVersion`, `kind`, `metadata`, `spec`), as far as the controller
+/// changes it.
+#[derive(Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+struct PodTemplate {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    spec: Option<PodSpecPart>,
+    #[serde(flatten)]
+    other: Map<String, Value>,
+}
+
+/// A pod template's `spec`: its containers; everything else is kept as written.
+#[derive(Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+struct PodSpecPart {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    containers: Option<Vec<ContainerPart>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    init_containers: Option<Vec<ContainerPart>>,
+    #[serde(flatten)]
+    other: Map<String, Value>,
+}
+
+/// A container: its name and environment; everything else is kept as written.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+struct ContainerPart {
+    name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    env: Option<Vec<EnvVar>>,
+    #[serde(flatten)]
+    other: Map<String, Value>,
+}
+
+/// The FlinkDeployment's `taskManager` section: its pod template; everything else is kept.
+#[derive(Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+struct TaskManagerPart {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pod_template: Option<PodTemplate>,
+    #[serde(flatten)]
+    other: Map<String, Value>,
+}
+
+impl PodTemplate {
+    fn containers(&self) -> &[ContainerPart] {
+        self.spec
+            .as_ref()
+            .and_then(|s| s.containers.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// Whether a container or init container of this name is in the template.
+    fn has_container(&self, name: &str) -> bool {
+        self.spec.as_ref().is_some_and(|s| {
+            s.containers
+                .iter()
+                .chain(&s.init_containers)
+                .flatten()
+                .any(|c| c.name == name)
+        })
+    }
+
+    fn containers_mut(&mut self) -> &mut Vec<ContainerPart> {
+        self.spec
+            .get_or_insert_with(PodSpecPart::default)
+            .containers
+            .get_or_insert_with(Vec::new)
+    }
+}
+
+impl ContainerPart {
+    fn named(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            env: None,
+            other: Map::new(),
+        }
+    }
+}
+
+/// Reads the value at `key` of the FlinkDeployment spec's pass-through fields as `T` (absent or
+/// `null`: the default), naming `field` when it does not have that shape.
+fn read<T: DeserializeOwned + Default>(
+    other: &BTreeMap<String, Value>,
+    key: &str,
+    field: &'static str,
+) -> Result<T, Error> {
+    match other.get(key) {
+        None | Some(Value::Null) => Ok(T::default()),
+        Some(value) => serde_json::from_value(value.clone()).map_err(|e| Error::InvalidSpec {
+            field,
+            message: format!(
+                "is not a valid pod template ({e}); it is a Pod: `spec.containers` and \
+                 `spec.initContainers` are lists of containers, each with a `name`"
+            ),
+        }),
+    }
+}
+
+fn write<T: Serialize>(other: &mut BTreeMap<String, Value>, key: &str, value: &T) {
+    other.insert(
+        key.to_owned(),
+        serde_json::to_value(value).expect("a pod template part always serialises"),
+    );
+}
+
+/// The user's pod templates: the common one and the TaskManager's section.
+struct Templates {
+    common: PodTemplate,
+    task_manager: TaskManagerPart,
+}
+
+impl Templates {
+    fn read(other: &BTreeMap<String, Value>) -> Result<Self, Error> {
+        let task_manager = match other.get(TASK_MANAGER_KEY) {
+            None | Some(Value::Null) => TaskManagerPart::default(),
+            Some(Value::Object(_)) => read(other, TASK_MANAGER_KEY, TASK_MANAGER_TEMPLATE_FIELD)?,
+            Some(_) => {
+                return Err(Error::InvalidSpec {
+                    field: TASK_MANAGER_FIELD,
+                    message: "must be an object (the FlinkDeployment's taskManager section)".into(),
+                });
+            }
+        };
+        Ok(Self {
+            common: read(other, POD_TEMPLATE_KEY, COMMON_TEMPLATE_FIELD)?,
+            task_manager,
+        })
+    }
+
+    /// A container named `bluegreen-sidecar` the user added to either template.
+    fn user_sidecar(&self) -> bool {
+        self.common.has_container(SIDECAR_CONTAINER)
+            || self
+                .task_manager
+                .pod_template
+                .as_ref()
+                .is_some_and(|t| t.has_container(SIDECAR_CONTAINER))
+    }
+}
+
+/// Checks what rendering needs from the spec: `spec.sidecar`, the shape of the pod templates
+/// and the TaskManagers' service account.
+pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<(), Error> {
+    Templates::read(&spec.template.spec.other)?;
+    crate::gate_rbac::service_account(&spec.template.spec)?;
+    let sidecar = &spec.sidecar;
+    if sidecar.port < 1024 {
+        return Err(Error::InvalidSpec {
+            field: "spec.sidecar.port",
+            message: format!(
+                "{} is not a port the sidecar can listen on: it runs as a non-root user; \
+                 use 1024-65535 (default 8787)",
+                sidecar.port
+            ),
+        });
+    }
+    if let Some(image) = &sidecar.image
+        && (image.is_empty() || image.chars().any(char::is_whitespace))
+    {
+        return Err(Error::InvalidSpec {
+            field: "spec.sidecar.image",
+            message: format!(
+                "{image:?} is not an image reference; write e.g. \
+                 registry.example.com/bluegreen/sidecar:{}, or leave it out for {DEFAULT_SIDECAR_IMAGE}",
+                env!("CARGO_PKG_VERSION")
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// What the gates of one child need to find their state.
+#[derive(Debug, Clone, Copy)]
+pub struct GateTarget<'a> {
+    /// The child's color.
+    pub color: Color,
+    /// The coordination ConfigMap's name.
+    pub configmap: &'a str,
+    /// Its namespace (the child's).
+    pub namespace: &'a str,
+}
+
+/// Adds the gate's environment to the main container of the common pod template and, unless
+/// `spec.sidecar.inject` is `false` or the user's templates already have a `bluegreen-sidecar`,
+/// the sidecar to the TaskManager pod template. `other` is the FlinkDeployment spec's
+/// pass-through fields (`podTemplate`, `taskManager`); everything else in them is kept.
+pub fn inject(
+    other: &mut BTreeMap<String, Value>,
+    sidecar: &SidecarInjection,
+    target: GateTarget<'_>,
+) -> Result<(), Error> {
+    let templates = Templates::read(other)?;
+    let inject_sidecar = sidecar.inject && !templates.user_sidecar();
+    let Templates {
+        mut common,
+        mut task_manager,
+    } = templates;
+    let url = format!("http://{LOOPBACK}:{}", sidecar.port);
+    let mut vars = gate_env(target);
+    if inject_sidecar {
+        vars.push(env_var(env::SIDECAR_URL, &url));
+    }
+    set_main_env(&mut common, vars);
+    write(other, POD_TEMPLATE_KEY, &common);
+    if inject_sidecar {
+        let container = sidecar_container(sidecar, target);
+        add_task_manager_container(&common, &mut task_manager, &container);
+        write(other, TASK_MANAGER_KEY, &task_manager);
+    }
+    Ok(())
+}
+
+fn env_var(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.to_owned()),
+        value_from: None,
+    }
+}
+
+/// The environment both the sidecar and the main container get.
+fn gate_env(target: GateTarget<'_>) -> Vec<EnvVar> {
+    vec![
+        env_var(env::COLOR, target.color.as_str()),
+        env_var(env::CONFIGMAP, target.configmap),
+        env_var(env::NAMESPACE, target.namespace),
+    ]
+}
+
+/// Sets `vars` on the main container (added if the template has none), replacing variables of
+/// the same names and keeping the others in their order.
+fn set_main_env(template: &mut PodTemplate, vars: Vec<EnvVar>) {
+    let containers = template.containers_mut();
+    let index = if let Some(i) = containers.iter().position(|c| c.name == MAIN_CONTAINER) {
+        i
+    } else {
+        containers.push(ContainerPart::named(MAIN_CONTAINER));
+        containers.len() - 1
+    };
+    let env = containers[index].env.get_or_insert_with(Vec::new);
+    env.retain(|v| !vars.iter().any(|ours| ours.name == v.name));
+    env.extend(vars);
+}
+
+/// The default resources of the sidecar: one watch and a long-poll server (a few MiB).
+fn default_resources() -> ResourceRequirements {
+    let quantity = |q: &str| Quantity(q.to_owned());
+    ResourceRequirements {
+        requests: Some(
+            [
+                ("cpu".to_owned(), quantity("10m")),
+                ("memory".to_owned(), quantity("32Mi")),
+            ]
+            .into(),
+        ),
+        limits: Some([("memory".to_owned(), quantity("64Mi"))].into()),
+        ..ResourceRequirements::default()
+    }
+}
+
+/// The `bluegreen-sidecar` container: the child's ConfigMap, served on loopback only, as a
+/// non-root process with a read-only root filesystem and no capabilities.
+pub fn sidecar_container(sidecar: &SidecarInjection, target: GateTarget<'_>) -> Container {
+    let mut vars = gate_env(target);
+    vars.push(env_var(
+        env::LISTEN,
+        &format!("{LOOPBACK}:{}", sidecar.port),
+    ));
+    Container {
+        name: SIDECAR_CONTAINER.to_owned(),
+        image: Some(
+            sidecar
+                .image
+                .clone()
+                .unwrap_or_else(|| DEFAULT_SIDECAR_IMAGE.to_owned()),
+        ),
+        env: Some(vars),
+        resources: Some(sidecar.resources.clone().unwrap_or_else(default_resources)),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".to_owned()]),
+                add: None,
+            }),
+            read_only_root_filesystem: Some(true),
+            run_as_non_root: Some(true),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".to_owned(),
+                localhost_profile: None,
+            }),
+            ..SecurityContext::default()
+        }),
+        ..Container::default()
+    }
+}
+
+/// Appends `container` to the TaskManager pod template so that the Apache operator's merge of
+/// the common template into it leaves every container as the user wrote it.
+///
+/// The operator merges `taskManager.podTemplate` into `podTemplate` list element by list element,
+/// by position (its default; `kubernetes.operator.pod-template.merge-arrays-by-name: true` merges
+/// by name). Appended right after the user's TaskManager containers, the sidecar would be merged
+/// *into* the common template's container at that position (usually `flink-main-container`). So
+/// for each common container beyond the user's TaskManager containers, a container with only its
+/// name is added first: merged by position it changes nothing (the same name), merged by name too.
+/// A common container whose name the user's TaskManager containers already have gets no such
+/// entry (merged by name it would replace the user's; merged by position that template already
+/// gives two containers one name).
+fn add_task_manager_container(
+    common: &PodTemplate,
+    task_manager: &mut TaskManagerPart,
+    container: &Container,
+) {
+    let template = task_manager
+        .pod_template
+        .get_or_insert_with(PodTemplate::default);
+    let containers = template.containers_mut();
+    let placeholders: Vec<ContainerPart> = common
+        .containers()
+        .iter()
+        .skip(containers.len())
+        .filter(|c| !containers.iter().any(|own| own.name == c.name))
+        .map(|c| ContainerPart::named(&c.name))
+        .collect();
+    containers.extend(placeholders);
+    let value = serde_json::to_value(container).expect("a Container always serialises");
+    containers.push(serde_json::from_value(value).expect("a Container has a name"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn target() -> GateTarget<'static> {
+        GateTarget {
+            color: Color::Green,
+            configmap: "orders-bluegreen",
+            namespace: "prod",
+        }
+    }
+
+    fn names(template: &Value) -> Vec<&str> {
+        template["spec"]["containers"]
+            .as_array()
+            .expect("containers")
+            .iter()
+            .map(|c| c["name"].as_str().expect("name"))
+            .collect()
+    }
+
+    /// The operator's merge of the TaskManager template into the common one
+    /// (`FlinkUtils.mergePodTemplates`): objects recursively, lists by position or by name.
+    fn operator_merge(to: &mut Value, from: &Value, by_name: bool) {
+        let (Value::Object(to), Value::Object(from)) = (to, from) else {
+            return;
+        };
+        for (key, from_child) in from {
+            match (to.get_mut(key), from_child) {
+                (Some(Value::Array(to_list)), Value::Array(from_list)) => {
+                    let named = |l: &[Value]| l.iter().all(|e| e.get("name").is_some());
+                    if by_name && named(to_list) && named(from_list) {
+                        for from_el in from_list {
+                            match to_list.iter_mut().find(|e| e["name"] == from_el["name"]) {
+                                Some(to_el) => operator_merge(to_el, from_el, by_name),
+                                None => to_list.push(from_el.clone()),
+                            }
+                        }
+                    } else {
+                        for (i, from_el) in from_list.iter().enumerate() {
+                            if to_list.len() <= i {
+                                to_list.push(from_el.clone());
+                            }
+                            operator_merge(&mut to_list[i], from_el, by_name);
+                        }
+                    }
+                }
+                (Some(to_child @ Value::Object(_)), _) => {
+                    operator_merge(to_child, from_child, by_name);
+                }
+                _ => {
+                    to.insert(key.clone(), from_child.clone());
+                }
+            }
+        }
+    }
+
+    fn rendered(other: &BTreeMap<String, Value>, by_name: bool) -> Value {
+        let mut pod = other.get(POD_TEMPLATE_KEY).cloned().unwrap_or(json!({}));
+        let tm = other
+            .get(TASK_MANAGER_KEY)
+            .and_then(|t| t.get("podTemplate"))
+            .cloned()
+            .unwrap_or(json!({}));
+        operator_merge(&mut pod, &tm, by_name);
+        pod
+    }
+
+    fn containers(pod: &Value) -> Vec<Value> {
+        pod["spec"]["containers"]
+            .as_array()
+            .expect("containers")
+            .clone()
+    }
+
+    /// Injecting the sidecar changes the pod the operator renders from the user's templates by
+    /// exactly two things, whichever way it merges lists: the sidecar is appended (once), and the
+    /// main container's environment gains `BLUEGREEN_SIDECAR_URL`.
+    #[test]
+    fn the_rendered_pod_keeps_the_users_containers_and_gains_the_sidecar_once() {
+        let user_templates: [BTreeMap<String, Value>; 4] = [
+            BTreeMap::new(),
+            [(
+                "podTemplate".to_owned(),
+                json!({"spec": {"containers": [{"name": "flink-main-container", "env": [{"name": "A", "value": "1"}]}, {"name": "log-shipper", "image": "fluent"}], "volumes": [{"name": "v"}]}}),
+            )]
+            .into(),
+            [
+                (
+                    "podTemplate".to_owned(),
+                    json!({"spec": {"containers": [{"name": "log-shipper", "image": "fluent"}, {"name": "flink-main-container"}]}}),
+                ),
+                (
+                    "taskManager".to_owned(),
+                    json!({"replicas": 2, "podTemplate": {"metadata": {"labels": {"tm": "yes"}}, "spec": {"containers": [{"name": "log-shipper", "args": ["--tm"]}]}}}),
+                ),
+            ]
+            .into(),
+            [(
+                "taskManager".to_owned(),
+                json!({"podTemplate": {"spec": {"containers": [{"name": "flink-main-container", "env": [{"name": "B", "value": "2"}]}, {"name": "tm-only", "image": "x"}]}}}),
+            )]
+            .into(),
+        ];
+        let off = SidecarInjection {
+            inject: false,
+            ..SidecarInjection::default()
+        };
+        for user in user_templates {
+            for by_name in [false, true] {
+                let mut without = user.clone();
+                inject(&mut without, &off, target()).expect("valid");
+                let mut with = user.clone();
+                inject(&mut with, &SidecarInjection::default(), target()).expect("valid");
+                let baseline = containers(&rendered(&without, by_name));
+                let mut injected = containers(&rendered(&with, by_name));
+                let sidecar = injected.pop().expect("a container");
+                assert_eq!(
+                    sidecar["name"], SIDECAR_CONTAINER,
+                    "last (by name: {by_name})"
+                );
+                assert_eq!(sidecar["image"], DEFAULT_SIDECAR_IMAGE);
+                assert_eq!(
+                    injected.len(),
+                    baseline.len(),
+                    "{injected:?} vs {baseline:?}"
+                );
+                for (got, want) in injected.iter().zip(&baseline) {
+                    let mut got = got.clone();
+                    if got["name"] == MAIN_CONTAINER {
+                        let env = got["env"].as_array_mut().expect("env");
+                        let url =
+                            json!({"name": env::SIDECAR_URL, "value": "http://127.0.0.1:8787"});
+                        assert_eq!(env.iter().filter(|v| **v == url).count(), 1, "{env:?}");
+                        env.retain(|v| *v != url);
+                    }
+                    assert_eq!(&got, want, "by name: {by_name}, user templates {user:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_users_task_manager_fields_are_kept() {
+        let mut other: BTreeMap<String, Value> = [(
+            "taskManager".to_owned(),
+            json!({"replicas": 2, "resource": {"memory": "2048m"}, "podTemplate": {"metadata": {"labels": {"tm": "yes"}}, "spec": {"nodeSelector": {"pool": "flink"}, "containers": [{"name": "flink-main-container", "resources": {"limits": {"cpu": "2"}}}]}}}),
+        )]
+        .into();
+        inject(&mut other, &SidecarInjection::default(), target()).expect("valid");
+        let tm = &other["taskManager"];
+        assert_eq!(tm["replicas"], 2);
+        assert_eq!(tm["resource"]["memory"], "2048m");
+        assert_eq!(tm["podTemplate"]["metadata"]["labels"]["tm"], "yes");
+        assert_eq!(tm["podTemplate"]["spec"]["nodeSelector"]["pool"], "flink");
+        assert_eq!(
+            names(&tm["podTemplate"]),
+            [MAIN_CONTAINER, SIDECAR_CONTAINER]
+        );
+        assert_eq!(
+            tm["podTemplate"]["spec"]["containers"][0]["resources"]["limits"]["cpu"],
+            "2"
+        );
+    }
+
+    #[test]
+    fn a_hand_added_sidecar_is_kept_and_nothing_is_added() {
+        for (key, template) in [
+            (
+                "podTemplate",
+                json!({"spec": {"containers": [{"name": "bluegreen-sidecar", "image": "mine"}]}}),
+            ),
+            (
+                "taskManager",
+                json!({"podTemplate": {"spec": {"initContainers": [{"name": "bluegreen-sidecar", "image": "mine", "restartPolicy": "Always"}]}}}),
+            ),
+        ] {
+            let mut other: BTreeMap<String, Value> = [(key.to_owned(), template.clone())].into();
+            inject(&mut other, &SidecarInjection::default(), target()).expect("valid");
+            let text = serde_json::to_string(&other).unwrap();
+            assert_eq!(text.matches(SIDECAR_CONTAINER).count(), 1, "{text}");
+            assert!(!text.contains(env::SIDECAR_URL), "{text}");
+            assert!(text.contains("\"mine\""), "{text}");
+        }
+    }
+
+    #[test]
+    fn turned_off_adds_only_the_gate_environment() {
+        let mut other = BTreeMap::new();
+        let off = SidecarInjection {
+            inject: false,
+            ..SidecarInjection::default()
+        };
+        inject(&mut other, &off, target()).expect("valid");
+        assert!(!other.contains_key("taskManager"));
+        let text = serde_json::to_string(&other).unwrap();
+        assert!(!text.contains(SIDECAR_CONTAINER), "{text}");
+        assert!(!text.contains(env::SIDECAR_URL), "{text}");
+        assert!(text.contains(env::CONFIGMAP), "{text}");
+    }
+
+    #[test]
+    fn the_sidecar_container_is_configured_and_listens_on_loopback_only() {
+        let sidecar = SidecarInjection {
+            inject: true,
+            image: Some("registry.example.com/bluegreen/sidecar:9".into()),
+            resources: Some(ResourceRequirements {
+                limits: Some([("memory".to_owned(), Quantity("128Mi".into()))].into()),
+                ..ResourceRequirements::default()
+            }),
+            port: 9999,
+        };
+        let c = sidecar_container(&sidecar, target());
+        assert_eq!(c.name, SIDECAR_CONTAINER);
+        assert_eq!(
+            c.image.as_deref(),
+            Some("registry.example.com/bluegreen/sidecar:9")
+        );
+        assert_eq!(c.resources, sidecar.resources);
+        let env: BTreeMap<&str, &str> = c
+            .env
+            .iter()
+            .flatten()
+            .map(|v| (v.name.as_str(), v.value.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            env,
+            BTreeMap::from([
+                (env::COLOR, "GREEN"),
+                (env::CONFIGMAP, "orders-bluegreen"),
+                (env::NAMESPACE, "prod"),
+                (env::LISTEN, "127.0.0.1:9999"),
+            ])
+        );
+        assert!(
+            c.ports.is_none(),
+            "nothing is exposed beyond the pod's loopback"
+        );
+        let security = c.security_context.expect("security context");
+        assert_eq!(security.run_as_non_root, Some(true));
+        assert_eq!(security.read_only_root_filesystem, Some(true));
+        assert_eq!(security.allow_privilege_escalation, Some(false));
+        let defaults = sidecar_container(&SidecarInjection::default(), target());
+        assert_eq!(defaults.image.as_deref(), Some(DEFAULT_SIDECAR_IMAGE));
+        assert_eq!(defaults.resources, Some(default_resources()));
+    }
+
+    #[test]
+    fn malformed_templates_and_sidecar_settings_name_the_field() {
+        let field = |result: Result<(), Error>| match result {
+            Err(Error::InvalidSpec { field, .. }) => field,
+            other => panic!("expected InvalidSpec, got {other:?}"),
+        };
+        let mut s = crate::fixtures::spec("local:///job.jar");
+        s.sidecar.port = 80;
+        assert_eq!(field(validate(&s)), "spec.sidecar.port");
+        s = crate::fixtures::spec("local:///job.jar");
+        s.sidecar.image = Some(String::new());
+        assert_eq!(field(validate(&s)), "spec.sidecar.image");
+        for (key, value, expected) in [
+            (
+                "podTemplate",
+                json!({"spec": {"containers": {"name": "x"}}}),
+                COMMON_TEMPLATE_FIELD,
+            ),
+            (
+                "taskManager",
+                json!({"podTemplate": {"spec": {"containers": [{"image": "no-name"}]}}}),
+                TASK_MANAGER_TEMPLATE_FIELD,
+            ),
+            ("taskManager", json!("big"), TASK_MANAGER_FIELD),
+        ] {
+            let mut s = crate::fixtures::spec("local:///job.jar");
+            s.template.spec.other.insert(key.into(), value);
+            assert_eq!(field(validate(&s)), expected);
+        }
+        assert!(validate(&crate::fixtures::spec("local:///job.jar")).is_ok());
+    }
+}
