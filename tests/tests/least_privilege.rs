@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bluegreen_examples::reliability::{Trial, record};
 use bluegreen_local::apiserver::Denial;
 use rbac_bed::{
     Bed, INSTALL_NAMESPACE, Right, SIDECAR_RBAC_FROM_CONTROLLER, Step, capture_logs, captured_logs,
@@ -55,6 +56,18 @@ async fn the_controller_hands_over_with_only_the_rbac_in_deploy() -> anyhow::Res
         "handover with the RBAC in deploy/ (sidecars as themselves: {SIDECAR_RBAC_FROM_CONTROLLER}): {:.1} s, {report}",
         started.elapsed().as_secs_f64()
     );
+    record(&Trial {
+        area: "Least privilege".into(),
+        fault:
+            "the controller with only the RBAC in deploy/, the gates as the job's ServiceAccount"
+                .into(),
+        runs: 1,
+        outcome: "deploy, two handovers and delete complete; no request refused".into(),
+        duplicates: Some(report.total.duplicates),
+        losses: Some(report.total.losses),
+        figures: format!("{:.1} s", started.elapsed().as_secs_f64()),
+        test: "least_privilege::the_controller_hands_over_with_only_the_rbac_in_deploy".into(),
+    })?;
     bed.shutdown().await;
     Ok(())
 }
@@ -207,6 +220,23 @@ async fn removing_any_one_right_of_the_controllers_rbac_breaks_something_named()
         findings.len(),
         started.elapsed().as_secs_f64()
     );
+    let logged = findings.iter().filter(|f| f.logged.is_some()).count();
+    record(&Trial {
+        area: "Least privilege".into(),
+        fault: "one right of the controller's RBAC removed (each of them, one bed each)".into(),
+        runs: u32::try_from(findings.len())?,
+        outcome: format!(
+            "{} of {} found out: the API server refuses exactly that verb ({logged} named in the controller's log, the rest stop a step)",
+            findings.iter().filter(|f| f.proven()).count(),
+            findings.len()
+        ),
+        duplicates: None,
+        losses: None,
+        figures: format!("{:.1} s for all", started.elapsed().as_secs_f64()),
+        test:
+            "least_privilege::removing_any_one_right_of_the_controllers_rbac_breaks_something_named"
+                .into(),
+    })?;
     let unproven: Vec<_> = findings.iter().filter(|f| !f.proven()).collect();
     assert!(
         unproven.is_empty(),

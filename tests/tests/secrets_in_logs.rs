@@ -10,6 +10,7 @@ mod rbac_bed;
 
 use std::time::Duration;
 
+use bluegreen_examples::reliability::{Trial, record};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
@@ -138,6 +139,16 @@ async fn no_token_or_secret_value_appears_in_any_log() -> anyhow::Result<()> {
         logs.len(),
         tokens.len()
     );
+    record(&Trial {
+        area: "Least privilege".into(),
+        fault: "tokens (administrator, controller, requested, revoked) and a Secret handled during a handover, every log line captured".into(),
+        runs: 1,
+        outcome: "no token and no Secret value (plain or base64) in any log line".into(),
+        duplicates: None,
+        losses: None,
+        figures: format!("{} log lines", logs.lines().count()),
+        test: "secrets_in_logs::no_token_or_secret_value_appears_in_any_log".into(),
+    })?;
     Ok(())
 }
 
