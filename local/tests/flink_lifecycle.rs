@@ -346,3 +346,100 @@ async fn a_deployment_created_suspended_starts_from_its_initial_savepoint_when_r
         Some(location)
     );
 }
+
+/// Issue 14, the stall: a savepoint pending when its job fails over is declined at once, as
+/// Flink aborts pending checkpoints on a failover, whether the job restarts or fails for good.
+/// It used to stay IN_PROGRESS for ever (the attempt that held it was dropped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_savepoint_pending_at_a_failover_fails_at_once() {
+    let env = env(SinkMode::Transactional).await;
+    let d = dref("orders");
+    start(&env, &deployment("orders", 1, CONF)).await;
+    for how in [JobFailure::Restart, JobFailure::Permanent] {
+        let job = env.flink.job(&d).expect("job");
+        env.flink.faults().delay_savepoints(&d, 4000);
+        let request = job.trigger_savepoint(false).expect("triggered");
+        env.flink.settle(WAIT).await.expect("settles");
+        assert_eq!(
+            job.view().savepoints.get(&request),
+            Some(&SavepointOp::InProgress),
+            "{how:?}: the job has taken the savepoint in hand"
+        );
+        env.flink.faults().fail_job_now(&d, how);
+        let op = job
+            .await_savepoint(&request, std::time::Duration::from_secs(5))
+            .await;
+        assert!(
+            matches!(&op, Ok(SavepointOp::Failed { cause }) if cause.contains("CheckpointException")),
+            "{how:?}: {op:?}"
+        );
+        env.flink.faults().clear(&d);
+        // Restarted (1 s delay) or failed: either way the savepoint never completes later.
+        env.flink
+            .advance(5000, 1000, WAIT)
+            .await
+            .expect("time passes");
+        assert!(matches!(
+            job.view().savepoints.get(&request),
+            Some(SavepointOp::Failed { .. })
+        ));
+    }
+}
+
+/// Issue 14, the stall, as the operator saw it: a savepoint upgrade of a job that fails right
+/// after the trigger ends in a failed stop-with-savepoint within moments, and the operator
+/// keeps writing status (it used to wait `SAVEPOINT_WAIT`, 1 min of wall clock, writing
+/// nothing for that deployment).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_savepoint_upgrade_of_a_job_failing_after_the_trigger_does_not_stall_the_operator() {
+    let env = env(SinkMode::Transactional).await;
+    let d = dref("orders");
+    let mut conf = CONF.to_vec();
+    conf.push(("restart-strategy.fixed-delay.attempts", "100"));
+    conf.push(("restart-strategy.fixed-delay.delay", "1 s"));
+    start(&env, &deployment("orders", 1, &conf)).await;
+    let job = env.flink.job(&d).expect("job");
+    env.flink.faults().delay_savepoints(&d, 4000);
+    patch_spec(
+        &env.client,
+        "orders",
+        json!({"job": {"state": "suspended"}}),
+    )
+    .await;
+    wait_status(&env.client, "orders", |s| lifecycle(s) == "UPGRADING").await;
+    env.flink
+        .wait_for_job(&d, WAIT, |v| {
+            v.savepoints
+                .values()
+                .any(|op| *op == SavepointOp::InProgress)
+        })
+        .await
+        .expect("the stop-with-savepoint is pending");
+    let failed_at = std::time::Instant::now();
+    env.flink.faults().fail_job_now(&d, JobFailure::Restart);
+    let s = wait_status(&env.client, "orders", |s| {
+        s["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("stop-with-savepoint failed"))
+    })
+    .await;
+    assert!(
+        failed_at.elapsed() < std::time::Duration::from_secs(5),
+        "the operator wrote the failed upgrade after {:?}: {s:#}",
+        failed_at.elapsed()
+    );
+    assert!(
+        job.view()
+            .savepoints
+            .values()
+            .all(|op| matches!(op, SavepointOp::Failed { .. })),
+        "the pending savepoint was declined"
+    );
+    // The job restarts; the operator's retry suspends it with a savepoint.
+    env.flink.faults().delay_savepoints(&d, 0);
+    for _ in 0..5 {
+        env.flink.clock().advance(1000);
+        env.flink.settle(WAIT).await.expect("settles");
+    }
+    wait_status(&env.client, "orders", |s| lifecycle(s) == "SUSPENDED").await;
+}

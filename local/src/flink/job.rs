@@ -542,7 +542,14 @@ impl Driver {
                 Command::Cancel => self.queue.push_back(Command::Cancel),
             }
         }
+        self.decline_savepoints(failed, why);
+    }
+
+    /// Marks the savepoint requests `ids` failed because of `why`.
+    fn decline_savepoints(&self, ids: impl IntoIterator<Item = String>, why: &str) {
+        let failed: Vec<String> = ids.into_iter().collect();
         if !failed.is_empty() {
+            tracing::info!(job = %self.job.deployment, count = failed.len(), %why, "pending savepoints declined");
             let cause = format!(
                 "org.apache.flink.runtime.checkpoint.CheckpointException: {why}; savepoint declined"
             );
@@ -572,7 +579,25 @@ impl Driver {
         });
     }
 
+    /// Runs one attempt; a savepoint it had taken in hand but not finished is declined when it
+    /// ends, as Flink aborts pending checkpoints and savepoints on a failover or when the job
+    /// ends (left `IN_PROGRESS`, whoever waits for it would wait for ever).
     async fn run_attempt(&mut self, attempt: u32) -> AttemptEnd {
+        let mut savepoints = Vec::new();
+        let end = self.attempt(attempt, &mut savepoints).await;
+        let why = match &end {
+            AttemptEnd::Failed(..) => "the job failed over",
+            AttemptEnd::Terminal => "the job ended",
+        };
+        self.decline_savepoints(savepoints.into_iter().map(|sp| sp.request_id), why);
+        end
+    }
+
+    async fn attempt(
+        &mut self,
+        attempt: u32,
+        savepoints: &mut Vec<PendingSavepoint>,
+    ) -> AttemptEnd {
         let settings = Arc::clone(&self.job.settings);
         let start = self.rt.clock.now_ms();
         let mut engine = match Engine::new(
@@ -605,10 +630,9 @@ impl Driver {
         }
         let interval = settings.checkpoint_interval_ms;
         let mut next_checkpoint = interval.map(|i| start.saturating_add(i));
-        let mut savepoints: Vec<PendingSavepoint> = Vec::new();
         loop {
             let now = self.rt.clock.now_ms();
-            if self.take_commands(attempt, &mut savepoints) {
+            if self.take_commands(attempt, savepoints) {
                 return AttemptEnd::Terminal;
             }
             if let Some(how) = self.rt.faults.take_due_failure(&self.job.deployment, now) {
@@ -633,7 +657,7 @@ impl Driver {
             if let Some(reason) = held.and_then(|h| self.hold_timeout(h, now)) {
                 return AttemptEnd::Failed(JobFailure::Restart, reason);
             }
-            let finished = self.finish_due_savepoints(&engine, &mut savepoints, attempt, now);
+            let finished = self.finish_due_savepoints(&engine, savepoints, attempt, now);
             self.job.publish(|v| {
                 v.job_watermark = engine.job_watermark();
                 v.inputs_idle = engine.inputs_idle();
