@@ -1,8 +1,9 @@
 //! Every failure path of a handover, each ending in a stated condition, with the ledger's figures.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bluegreen_controller::resource::{FlinkBlueGreenDeployment, Phase};
+use bluegreen_examples::reliability::{Trial, record};
 use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
 use bluegreen_local::flink::{DeploymentRef, JobFailure, JobState, RestFault};
 use bluegreen_protocol::Color;
@@ -43,6 +44,32 @@ async fn set_image(stack: &LocalStack, version: &str) -> anyhow::Result<()> {
         .await
 }
 
+/// Records a row of the "Flink faults" table with the ledger's figures and the time since `started`.
+async fn record_flink_fault(
+    stack: &LocalStack,
+    fault: &str,
+    outcome: &str,
+    test: &str,
+    started: Instant,
+) -> anyhow::Result<()> {
+    let report = stack.report("orders").await?;
+    record(&Trial {
+        area: "Flink faults".into(),
+        fault: fault.into(),
+        runs: 1,
+        outcome: outcome.into(),
+        duplicates: Some(report.total.duplicates),
+        losses: Some(report.total.losses),
+        figures: format!(
+            "converged in {:.1} s wall; {} records checked",
+            started.elapsed().as_secs_f64(),
+            report.expected
+        ),
+        test: format!("failures::{test}"),
+    })?;
+    Ok(())
+}
+
 async fn assert_exactly_once(stack: &LocalStack) -> anyhow::Result<()> {
     let report = stack.report("orders").await?;
     println!("{report}");
@@ -54,6 +81,7 @@ async fn assert_exactly_once(stack: &LocalStack) -> anyhow::Result<()> {
 async fn an_incoming_job_that_crash_loops_is_aborted_and_blue_keeps_emitting() -> anyhow::Result<()>
 {
     let stack = running_blue().await?;
+    let started = Instant::now();
     stack.flink.faults().crash_loop(&d("orders-green"), true);
     set_image(&stack, "v2-broken").await?;
     let aborted = stack
@@ -92,6 +120,14 @@ async fn an_incoming_job_that_crash_loops_is_aborted_and_blue_keeps_emitting() -
     let done = stack.wait_steady("orders", Color::Green, WAIT).await?;
     assert_eq!(condition(&done, "Degraded").0, "False");
     assert_exactly_once(&stack).await?;
+    record_flink_fault(
+        &stack,
+        "crash-looping incoming job",
+        "aborted before W, blue kept emitting; the fixed image then completed",
+        "an_incoming_job_that_crash_loops_is_aborted_and_blue_keeps_emitting",
+        started,
+    )
+    .await?;
     stack.shutdown().await;
     Ok(())
 }
@@ -124,6 +160,7 @@ async fn a_slow_incoming_job_is_aborted_after_the_grace_period() -> anyhow::Resu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_savepoints_are_retried_then_given_up_without_touching_blue() -> anyhow::Result<()> {
     let stack = running_blue().await?;
+    let started = Instant::now();
     // One failure: retried after the backoff, the handover completes.
     stack
         .flink
@@ -161,6 +198,14 @@ async fn failed_savepoints_are_retried_then_given_up_without_touching_blue() -> 
         "no blue was created"
     );
     assert_exactly_once(&stack).await?;
+    record_flink_fault(
+        &stack,
+        "savepoint failing 1 time, then 3 times (maxAttempts 3)",
+        "1: retried, completed; 3: given up (SavepointFailed), nothing deployed, active job untouched",
+        "failed_savepoints_are_retried_then_given_up_without_touching_blue",
+        started,
+    )
+    .await?;
     stack.shutdown().await;
     Ok(())
 }
@@ -297,12 +342,21 @@ async fn the_outgoing_job_failing_and_restarting_during_the_handover_loses_nothi
         .delay_savepoints(&d("orders-blue"), 2_000);
     set_image(&stack, "v2").await?;
     stack.wait_phase("orders", Phase::ToggleSet, WAIT).await?;
+    let started = Instant::now();
     stack
         .flink
         .faults()
         .fail_job_now(&d("orders-blue"), JobFailure::Restart);
     stack.wait_steady("orders", Color::Green, WAIT).await?;
     assert_exactly_once(&stack).await?;
+    record_flink_fault(
+        &stack,
+        "outgoing job fails (restarts) after W during the handover",
+        "restarted from its checkpoint; completed",
+        "the_outgoing_job_failing_and_restarting_during_the_handover_loses_nothing",
+        started,
+    )
+    .await?;
     stack.shutdown().await;
     Ok(())
 }
