@@ -2,6 +2,8 @@
 # Compiles the Java gate library (jvm/src/main/java) with `javac --release 17` against the Flink
 # jars installed by scripts/flink-jars.sh and packages target/jvm/bluegreen-gate.jar.
 # With --tests, also compiles jvm/src/test/java into target/jvm/test-classes.
+# JAVA_BUILD_OUT=dir builds into dir instead of target/jvm (scripts/java-test.sh builds the Flink 2.x
+# check there, leaving the default build in place).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in javac jar; do
@@ -9,7 +11,7 @@ for tool in javac jar; do
 done
 LIB="$(scripts/flink-jars.sh)"
 CP="$(ls "$LIB"/*.jar | tr '\n' ':')"
-OUT=target/jvm
+OUT="${JAVA_BUILD_OUT:-target/jvm}"
 rm -rf "$OUT/classes"
 mkdir -p "$OUT/classes"
 find jvm/src/main/java -name '*.java' > "$OUT/main-sources.txt"

@@ -1,8 +1,5 @@
 package io.bluegreen.gate;
 
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.List;
 import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
@@ -10,7 +7,6 @@ import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
-import org.apache.flink.metrics.Gauge;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
@@ -56,69 +52,15 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
 
     private transient TypeSerializer<T> serializer;
     private transient ListState<byte[]> heldState;
-    private transient ArrayDeque<Held> heldQueue;
+    private transient HoldBuffer held;
     private transient MailboxExecutor mailbox;
     private transient DataOutputSerializer scratch;
     private transient long inputWatermark;
     private transient long emittedWatermark;
-    private transient long heldBytesLocal;
-    private transient long lowestHeldTimestamp;
     private transient boolean inputIdle;
     /** The snapshot every held record was last decided under. */
     private transient Gate.Snapshot decidedUnder;
     private transient boolean backpressureLogged;
-    /** Published for the metric reporter. */
-    private transient volatile int heldCount;
-    private transient volatile long heldBytes;
-    private transient volatile long oldestHeldSinceMs;
-
-    /** A record waiting for a state that decides it. */
-    private static final class Held {
-        final byte[] bytes;
-        final boolean hasTimestamp;
-        final long timestamp;
-        final long eventTime;
-        final long sinceMs;
-
-        Held(byte[] bytes, boolean hasTimestamp, long timestamp, long eventTime, long sinceMs) {
-            this.bytes = bytes;
-            this.hasTimestamp = hasTimestamp;
-            this.timestamp = timestamp;
-            this.eventTime = eventTime;
-            this.sinceMs = sinceMs;
-        }
-
-        /** {@code [flags][timestamp][event time][record]}, the checkpointed form. */
-        byte[] encode() {
-            byte[] out = new byte[17 + bytes.length];
-            out[0] = (byte) (hasTimestamp ? 1 : 0);
-            putLong(out, 1, timestamp);
-            putLong(out, 9, eventTime);
-            System.arraycopy(bytes, 0, out, 17, bytes.length);
-            return out;
-        }
-
-        /** A restored record; its hold counts from {@code sinceMs} (the restore), not from before the restart. */
-        static Held decode(byte[] in, long sinceMs) {
-            byte[] record = new byte[in.length - 17];
-            System.arraycopy(in, 17, record, 0, record.length);
-            return new Held(record, in[0] == 1, getLong(in, 1), getLong(in, 9), sinceMs);
-        }
-
-        private static void putLong(byte[] b, int at, long v) {
-            for (int i = 0; i < 8; i++) {
-                b[at + i] = (byte) (v >>> (56 - 8 * i));
-            }
-        }
-
-        private static long getLong(byte[] b, int at) {
-            long v = 0;
-            for (int i = 0; i < 8; i++) {
-                v = (v << 8) | (b[at + i] & 0xFF);
-            }
-            return v;
-        }
-    }
 
     @SuppressWarnings("deprecation") // Flink 2.x has a constructor for this, Flink 1.20 does not
     private GateOperator(GateProcessFunction<T> fn, StreamOperatorParameters<T> parameters) {
@@ -162,27 +104,19 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
         fn.initializeState(context);
-        heldQueue = new ArrayDeque<>();
+        held = new HoldBuffer();
         heldState = context.getOperatorStateStore().getListState(
                 new ListStateDescriptor<>(HELD_STATE_NAME, PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
         if (context.isRestored()) {
-            long now = System.currentTimeMillis();
-            for (byte[] b : heldState.get()) {
-                heldQueue.add(Held.decode(b, now));
-            }
+            held.restore(heldState.get(), System.currentTimeMillis());
         }
-        recountHeld();
     }
 
     @Override
     public void snapshotState(StateSnapshotContext context) throws Exception {
         super.snapshotState(context);
         fn.snapshotState(context);
-        List<byte[]> entries = new ArrayList<>(heldQueue.size());
-        for (Held h : heldQueue) {
-            entries.add(h.encode());
-        }
-        heldState.update(entries);
+        heldState.update(held.encodeAll());
     }
 
     @Override
@@ -200,12 +134,7 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
             name = "gate";
         }
         fn.start(metrics, name);
-        metrics.gauge(GateProcessFunction.METRIC_HELD_RECORDS, (Gauge<Integer>) () -> heldCount);
-        metrics.gauge(GateProcessFunction.METRIC_HELD_BYTES, (Gauge<Long>) () -> heldBytes);
-        metrics.gauge(GateProcessFunction.METRIC_HELD_OLDEST_AGE, (Gauge<Long>) () -> {
-            long since = oldestHeldSinceMs;
-            return since == Long.MAX_VALUE ? 0L : Math.max(0L, System.currentTimeMillis() - since);
-        });
+        held.registerGauges(metrics);
         scheduleTick();
     }
 
@@ -221,7 +150,7 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
     @Override
     public void processElement(StreamRecord<T> record) throws Exception {
         Gate.Snapshot s = fn.current();
-        if (s != decidedUnder && !heldQueue.isEmpty()) {
+        if (s != decidedUnder && !held.isEmpty()) {
             release(s);
         }
         long t;
@@ -249,13 +178,12 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
         // (the tick) still run, and may release records or decide this one. Checkpoint mails have
         // a lower priority and wait, so no checkpoint sees this record neither held nor emitted.
         Gate.Snapshot s = decided;
-        while (!heldQueue.isEmpty()
-                && (heldQueue.size() >= fn.holdMaxRecords() || heldBytesLocal + bytes.length > fn.holdMaxBytes())) {
+        while (held.full(fn.holdMaxRecords(), fn.holdMaxBytes(), bytes.length)) {
             if (!backpressureLogged) {
                 backpressureLogged = true;
                 LOG.warn("bluegreen gate ({}): hold buffer full ({} records, {} bytes; bounds {} records, {} bytes): "
                         + "backpressure until held records are released (GateProcessFunction.withHoldBuffer sets the bounds)",
-                        fn.color(), heldQueue.size(), heldBytesLocal, fn.holdMaxRecords(), fn.holdMaxBytes());
+                        fn.color(), held.size(), held.bytes(), fn.holdMaxRecords(), fn.holdMaxBytes());
             }
             mailbox.yield();
             s = fn.current();
@@ -276,13 +204,7 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
         backpressureLogged = false;
         fn.countHeld();
         decidedUnder = s;
-        Held h = new Held(bytes, record.hasTimestamp(), record.getTimestamp(), t, System.currentTimeMillis());
-        heldQueue.add(h);
-        heldBytesLocal += bytes.length;
-        if (h.hasTimestamp && h.timestamp < lowestHeldTimestamp) {
-            lowestHeldTimestamp = h.timestamp;
-        }
-        publishHeld();
+        held.add(new HoldBuffer.Held(bytes, record.hasTimestamp(), record.getTimestamp(), t, System.currentTimeMillis()));
     }
 
     @Override
@@ -301,7 +223,7 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
 
     @Override
     public void endInput() throws Exception {
-        while (!heldQueue.isEmpty()) {
+        while (!held.isEmpty()) {
             mailbox.yield(); // the tick releases (or times out) what is held
         }
     }
@@ -317,11 +239,11 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
     /** On the task thread: applies a newer state, releases what it decides, enforces the hold timeout. */
     private void tick() throws Exception {
         Gate.Snapshot s = fn.current();
-        if (!heldQueue.isEmpty()) {
+        if (!held.isEmpty()) {
             if (s != decidedUnder) {
                 release(s);
             }
-            Held oldest = heldQueue.peekFirst();
+            HoldBuffer.Held oldest = held.oldest();
             if (oldest != null) {
                 long heldMs = System.currentTimeMillis() - oldest.sinceMs;
                 if (heldMs * 1_000_000L > fn.holdTimeoutNanos()) {
@@ -336,57 +258,27 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
     private void release(Gate.Snapshot s) throws Exception {
         decidedUnder = s;
         Rule rule = s.rule;
-        int n = heldQueue.size();
-        boolean changed = false;
-        for (int i = 0; i < n; i++) {
-            Held h = heldQueue.pollFirst();
-            Decision d = rule.decide(h.eventTime);
-            if (d == Decision.HOLD) {
-                heldQueue.addLast(h);
-                continue;
-            }
-            changed = true;
-            if (d == Decision.PASS) {
+        boolean changed = held.release(rule, new HoldBuffer.Outcome() {
+            @Override
+            public void pass(HoldBuffer.Held h) throws Exception {
                 fn.pass(h.eventTime);
                 T value = serializer.deserialize(new DataInputDeserializer(h.bytes));
                 output.collect(h.hasTimestamp ? new StreamRecord<>(value, h.timestamp) : new StreamRecord<>(value));
-            } else {
+            }
+
+            @Override
+            public void drop(HoldBuffer.Held h) {
                 fn.drop(rule, h.eventTime);
             }
-        }
+        });
         if (changed) {
-            recountHeld();
             emitWatermarkIfAdvanced();
         }
     }
 
-    private void recountHeld() {
-        long bytes = 0;
-        long lowest = Long.MAX_VALUE;
-        for (Held h : heldQueue) {
-            bytes += h.bytes.length;
-            if (h.hasTimestamp && h.timestamp < lowest) {
-                lowest = h.timestamp;
-            }
-        }
-        heldBytesLocal = bytes;
-        lowestHeldTimestamp = lowest;
-        publishHeld();
-    }
-
-    private void publishHeld() {
-        heldBytes = heldBytesLocal;
-        Held oldest = heldQueue.peekFirst();
-        oldestHeldSinceMs = oldest == null ? Long.MAX_VALUE : oldest.sinceMs;
-        heldCount = heldQueue.size();
-    }
-
     /** Emits {@code min(input watermark, lowest held timestamp - 1)} if it is above the last one emitted. */
     private void emitWatermarkIfAdvanced() {
-        long wm = inputWatermark;
-        if (lowestHeldTimestamp != Long.MAX_VALUE) {
-            wm = lowestHeldTimestamp == Long.MIN_VALUE ? Long.MIN_VALUE : Math.min(wm, lowestHeldTimestamp - 1);
-        }
+        long wm = held.heldBack(inputWatermark);
         if (wm > emittedWatermark) {
             emittedWatermark = wm;
             output.emitWatermark(new Watermark(wm));

@@ -22,7 +22,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The bluegreen gate's configuration, and the gate itself when placed with
+ * The bluegreen gate's configuration, and the gate itself when placed inside the sink with
+ * {@link GatedSink#wrap} (or {@code BlueGreenSinks.gated}), or as an operator with
  * {@link GateSinkWrapper#gate}: a {@link GateOperator} built from this object, just before the sink
  * of both the blue and the green job. Each record is passed, dropped or held by the coordination
  * state's rule for this gate's color (see {@code docs/protocol.md} and {@code docs/jvm.md}).
@@ -405,8 +406,41 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
         }
     }
 
+    /**
+     * Restores the maximum passed event time from a placement's own state (the gate in the sink
+     * writer: {@link GatedSink}); before {@link #start}.
+     */
+    void restoreMaxPassed(long max) {
+        restoredMaxPassed = max;
+        maxPassedLocal = max;
+        stateInitialized = true;
+        MAX_PASSED.setRelease(this, max);
+    }
+
+    /** The maximum passed event time as the task thread knows it (for a checkpoint). */
+    long maxPassedLocal() {
+        return maxPassedLocal;
+    }
+
+    /**
+     * Raises the maximum passed event time to {@code max} and publishes it (release): for a
+     * placement that tracks the maximum itself ({@link GatedSink}) and publishes it before every
+     * state it applies (so the report line stays consistent) and periodically.
+     */
+    void raiseMaxPassed(long max) {
+        if (max > maxPassedLocal) {
+            maxPassedLocal = max;
+            MAX_PASSED.setRelease(this, max);
+        }
+    }
+
+    /** The passed-records counter ({@link #METRIC_PASSED}), after {@link #start}. */
+    Counter passedCounter() {
+        return passed;
+    }
+
     /** Marks {@code s} as the state this gate decides with (task thread only). */
-    private void applyOnTaskThread(Gate.Snapshot s) {
+    void applyOnTaskThread(Gate.Snapshot s) {
         appliedLocal = s;
         appliedPublished = s; // volatile: publishes every max-passed update made under older states
     }

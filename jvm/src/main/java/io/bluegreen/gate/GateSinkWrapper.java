@@ -6,7 +6,9 @@ import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 
 /**
- * Places a gate just before a sink: the gate must be the last operator before the records leave
+ * Places the gate operator ({@link GateOperator}) just before a sink; the alternative to the gate
+ * inside the sink ({@link GatedSink}) where that does not apply (inputs that can be idle, sinks with
+ * their own operators). A gate before a sink: the gate must be the last operator before the records leave
  * the job (nothing downstream may reorder, duplicate or emit on its own), with the same parallelism
  * as the sink so that Flink chains them. The gate's uid is the same in the blue and the green job
  * (green restores blue's gate state from the savepoint).

@@ -10,10 +10,14 @@ import org.apache.flink.util.Collector;
  *
  * <ol>
  *   <li>Decision path: ns/record of {@code GateProcessFunction.processElement} vs an identity
- *       ProcessFunction, called in a loop with a reused context (warmup, then the median of rounds).
- *   <li>Flink job throughput on a MiniCluster, with and without the gate ({@link GateOperator}), runs
- *       interleaved: (a) a trivial pipeline (ids, event times, watermarks → discarding sink) and
- *       (b) a realistic one ({@link Realistic}: keyed state, serialization, a FileSink).
+ *       ProcessFunction, called in a loop with a reused context (warmup, then the median of rounds);
+ *       and of the gate in the sink ({@link GatedSink}'s writer) vs a writer that only delegates,
+ *       on a cache-resident working set, with bytes allocated per record.
+ *   <li>Flink job throughput on a MiniCluster without any gate, with the gate operator
+ *       ({@link GateOperator}) and with the gate inside the sink ({@link GatedSink}), runs rotated:
+ *       (a) a trivial pipeline (ids, event times, watermarks → discarding sink, plus reference
+ *       variants that attribute the cost) and (b) a realistic one ({@link Realistic}: keyed state,
+ *       serialization, a FileSink).
  * </ol>
  */
 public final class GateBench {
@@ -93,8 +97,45 @@ public final class GateBench {
         return g;
     }
 
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable t) {
+            t.printStackTrace();
+            System.out.flush();
+            Runtime.getRuntime().halt(1); // Flink's threads would keep the JVM alive
+        }
+    }
+
+    /**
+     * {@code --profile VARIANT RECORDS ROUNDS}: only the trivial pipeline in one variant, ROUNDS
+     * times (run under a profiler, e.g. {@code JAVA_OPTS="-Xmx1g -XX:StartFlightRecording=..."}).
+     */
+    static void profile(String[] args) throws Exception {
+        int variant = Integer.parseInt(args[1]);
+        long records = Long.parseLong(args[2]);
+        int rounds = Integer.parseInt(args[3]);
+        ManualStateSource.channel("bench-job").publish(
+                CoordinationState.of(0, Color.BLUE, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, 0));
+        LocalFlink flink = LocalFlink.shared();
+        for (int r = 0; r < rounds; r++) {
+            StreamExecutionEnvironment env = HandoverJob.env(1);
+            String key = "profile-" + r;
+            CPU_NS.put(key, new java.util.concurrent.atomic.AtomicLong());
+            trivial(env, records, variant, "bench-job", key);
+            long ms = flink.runMs(env, key, 1_800_000);
+            System.out.printf("%s: %.1f ns/record wall, %.1f ns/record cpu, %.1f bytes/record allocated%n", TRIVIAL_VARIANTS[variant],
+                    ms * 1e6 / records, CPU_NS.get(key).get() / (double) records, allocPerRecord(key, records));
+        }
+        System.out.flush();
+        System.exit(0); // not halt: a flight recording is written by a shutdown hook
+    }
+
     @SuppressWarnings({"unchecked", "rawtypes"})
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("--profile")) {
+            profile(args);
+        }
         int n = 1 << 20;
         Long[] values = new Long[n];
         long[] times = new long[n];
@@ -137,6 +178,7 @@ public final class GateBench {
                 + "  gate, W set, outgoing (half PASS, half DROP) %.2f ns/record [%s]%n"
                 + "  timestamp reader (ctx.timestamp() + max, emits all) %.2f ns/record [%s]%n",
                 n, reps, rounds, med[0], range[0], med[1], range[1], med[1] - med[0], med[2], range[2], med[3], range[3]);
+        writerPath(values, times, running);
         if (args.length > 0 && args[0].equals("--decision-only")) {
             Runtime.getRuntime().halt(0);
         }
@@ -148,17 +190,21 @@ public final class GateBench {
         ManualStateSource.channel(ch).publish(running);
         long realisticRecords = records / 30;
         java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("bluegreen-bench-");
-        // [pipeline][0 = no gate, 1 = gate][rep]; rep 0 is a warmup; the order alternates per rep.
-        // Variant 2, for the trivial pipeline only: an identity map where the gate goes (the cost of any chained operator).
-        double[][][] ms = new double[2][3][jobReps + 1];
-        double[][][] cpu = new double[2][3][jobReps + 1];
+        String[][] variants = {TRIVIAL_VARIANTS, REALISTIC_VARIANTS};
+        // [pipeline][variant][rep]; rep 0 is a warmup; the order of the variants rotates per rep.
+        double[][][] ms = new double[2][][];
+        double[][][] cpu = new double[2][][];
+        double[][] alloc = new double[2][];
+        for (int pipeline = 0; pipeline < 2; pipeline++) {
+            ms[pipeline] = new double[variants[pipeline].length][jobReps + 1];
+            cpu[pipeline] = new double[variants[pipeline].length][jobReps + 1];
+            alloc[pipeline] = new double[variants[pipeline].length];
+        }
         for (int rep = 0; rep <= jobReps; rep++) {
-            for (int k = 0; k < 3; k++) {
-                int g = (rep + k) % 3;
-                for (int pipeline = 0; pipeline < 2; pipeline++) {
-                    if (pipeline == 1 && g == 2) {
-                        continue;
-                    }
+            for (int pipeline = 0; pipeline < 2; pipeline++) {
+                int nv = variants[pipeline].length;
+                for (int k = 0; k < nv; k++) {
+                    int g = (rep + k) % nv;
                     StreamExecutionEnvironment env = HandoverJob.env(1);
                     if (objectReuse) {
                         env.getConfig().enableObjectReuse();
@@ -168,10 +214,11 @@ public final class GateBench {
                     if (pipeline == 0) {
                         trivial(env, records, g, ch, key);
                     } else {
-                        Realistic.build(env, realisticRecords, g == 1, ch, dir.resolve("run-" + rep + "-" + g), key);
+                        Realistic.build(env, realisticRecords, g, ch, dir.resolve("run-" + rep + "-" + g), key);
                     }
                     ms[pipeline][g][rep] = flink.runMs(env, key, 1_800_000);
                     cpu[pipeline][g][rep] = CPU_NS.get(key).get() / 1e6;
+                    alloc[pipeline][g] = allocPerRecord(key, pipeline == 0 ? records : realisticRecords);
                 }
             }
             deleteTree(dir);
@@ -180,27 +227,26 @@ public final class GateBench {
         String[] names = {"(a) trivial: ids -> timestamps -> [gate] -> discarding sink, " + records + " records",
             "(b) realistic: ids -> timestamps -> POJO -> keyBy (serialized) -> keyed count state -> String -> [gate] -> FileSink, "
                     + realisticRecords + " records"};
-        System.out.printf("job throughput (parallelism 1, object reuse %s, %d interleaved runs after a warmup): wall = Flink's net runtime"
-                + " per job; cpu = CPU time of the job's task threads (less sensitive to other load on the machine):%n", objectReuse, jobReps);
+        System.out.printf("job throughput (parallelism 1, object reuse %s, %d runs per variant after a warmup round, variants rotated"
+                + " per round): wall = Flink's net runtime per job; cpu = CPU time of the job's task threads (less sensitive to other"
+                + " load on the machine); ratio = throughput with the variant / without any gate = time without / time with%n",
+                objectReuse, jobReps);
         for (int pipeline = 0; pipeline < 2; pipeline++) {
             long count = pipeline == 0 ? records : realisticRecords;
             System.out.printf("  %s%n", names[pipeline]);
-            for (int metric = 0; metric < 2; metric++) {
+            for (int metric = 1; metric >= 0; metric--) {
                 double[][] x = metric == 0 ? ms[pipeline] : cpu[pipeline];
                 double[] none = Arrays.copyOfRange(x[0], 1, jobReps + 1);
-                double[] gate = Arrays.copyOfRange(x[1], 1, jobReps + 1);
-                double[] ratio = new double[jobReps];
-                for (int i = 0; i < jobReps; i++) {
-                    ratio[i] = none[i] / gate[i]; // throughput with the gate / without, in the same rep
-                }
                 String what = metric == 0 ? "wall" : "cpu ";
-                System.out.printf("    %s ms, no gate %s%n    %s ms, gate    %s%n    %s: gate/no gate = %.3f (medians: %.1f vs %.1f ns/record); per-rep ratios %s%n",
-                        what, Arrays.toString(none), what, Arrays.toString(gate), what,
-                        median(none) / median(gate), median(gate) * 1e6 / count, median(none) * 1e6 / count, fmt(ratio));
-                if (pipeline == 0) {
-                    double[] map = Arrays.copyOfRange(x[2], 1, jobReps + 1);
-                    System.out.printf("    %s ms, identity map %s%n    %s: identity map/no gate = %.3f, gate/identity map = %.3f (median %.1f ns/record)%n",
-                            what, Arrays.toString(map), what, median(none) / median(map), median(map) / median(gate), median(map) * 1e6 / count);
+                for (int v = 0; v < variants[pipeline].length; v++) {
+                    double[] with = Arrays.copyOfRange(x[v], 1, jobReps + 1);
+                    double[] ratio = new double[jobReps];
+                    for (int i = 0; i < jobReps; i++) {
+                        ratio[i] = none[i] / with[i]; // same round
+                    }
+                    System.out.printf("    %s %-58s %8.1f ns/record (median)%s%s%n", what, variants[pipeline][v], median(with) * 1e6 / count,
+                            v == 0 ? "" : String.format("  ratio %.3f (medians), per-round %s", median(none) / median(with), fmt(ratio)),
+                            metric == 1 ? String.format("; %.1f bytes/record allocated", alloc[pipeline][v]) : "");
                 }
             }
         }
@@ -209,11 +255,191 @@ public final class GateBench {
         Runtime.getRuntime().halt(0);
     }
 
+    /** The variants of the trivial pipeline, by index (0 is the baseline). */
+    static final String[] TRIVIAL_VARIANTS = {
+        "no gate",
+        "gate operator (GateSinkWrapper.sinkTo)",
+        "gate in the sink (GatedSink.wrap)",
+        "identity map where the gate operator goes",
+        "delegating sink wrapper, no gate",
+        "delegating sink wrapper reading context.timestamp()",
+    };
+
+    /** The variants of the realistic pipeline, by index (0 is the baseline). */
+    static final String[] REALISTIC_VARIANTS = {
+        "no gate",
+        "gate operator (GateSinkWrapper.sinkTo)",
+        "gate in the sink (GatedSink.wrap)",
+    };
+
+    /** A sink writer that sums what it is given (the end of the writer-path benchmark). */
+    static final class SumWriter implements org.apache.flink.api.connector.sink2.SinkWriter<Long> {
+        long sum;
+
+        @Override
+        public void write(Long v, Context context) {
+            sum += v;
+        }
+
+        @Override
+        public void flush(boolean endOfInput) {}
+
+        @Override
+        public void close() {}
+    }
+
+    /** A sink of {@link SumWriter}s (DiscardingSink only to compile against Flink 1.20 and 2.x). */
+    static final class SumSink extends org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink<Long> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public org.apache.flink.api.connector.sink2.SinkWriter<Long> createWriter(org.apache.flink.api.connector.sink2.WriterInitContext c) {
+            return new SumWriter();
+        }
+    }
+
+    /** Flink's sink writer context as SinkWriterOperator implements it: the timestamp boxed on every call. */
+    static final class BoxingContext implements org.apache.flink.api.connector.sink2.SinkWriter.Context {
+        long ts;
+
+        @Override
+        public long currentWatermark() {
+            return Long.MIN_VALUE;
+        }
+
+        @Override
+        public Long timestamp() {
+            return ts;
+        }
+    }
+
+    /** A writer init context with what the gated writer needs; its timers never fire. */
+    static org.apache.flink.api.connector.sink2.WriterInitContext fakeInitContext() {
+        org.apache.flink.api.common.operators.ProcessingTimeService time = (org.apache.flink.api.common.operators.ProcessingTimeService)
+                java.lang.reflect.Proxy.newProxyInstance(GateBench.class.getClassLoader(),
+                        new Class<?>[] {org.apache.flink.api.common.operators.ProcessingTimeService.class}, (proxy, m, a) ->
+                                m.getName().equals("getCurrentProcessingTime") ? (Object) 0L : null);
+        org.apache.flink.metrics.groups.SinkWriterMetricGroup metrics =
+                org.apache.flink.metrics.groups.UnregisteredMetricsGroup.createSinkWriterMetricGroup();
+        return (org.apache.flink.api.connector.sink2.WriterInitContext) java.lang.reflect.Proxy.newProxyInstance(
+                GateBench.class.getClassLoader(), new Class<?>[] {org.apache.flink.api.connector.sink2.WriterInitContext.class}, (proxy, m, a) -> {
+                    switch (m.getName()) {
+                        case "createInputSerializer":
+                            return org.apache.flink.api.common.typeutils.base.LongSerializer.INSTANCE;
+                        case "getProcessingTimeService":
+                            return time;
+                        case "metricGroup":
+                            return metrics;
+                        case "getMailboxExecutor":
+                            return null; // only a full hold buffer yields; nothing is held here
+                        default:
+                            throw new UnsupportedOperationException(m.getName());
+                    }
+                });
+    }
+
+    /** Passes over the small working set per round (4096 records, cache-resident: the loop is compute-bound). */
+    static final int WRITER_PASSES = 256;
+
+    static double writerNsPerRecord(org.apache.flink.api.connector.sink2.SinkWriter<Long> w, Long[] values, long[] times, int rounds)
+            throws Exception {
+        BoxingContext ctx = new BoxingContext();
+        double[] r = new double[rounds];
+        for (int round = 0; round < rounds; round++) {
+            long t0 = System.nanoTime();
+            for (int pass = 0; pass < WRITER_PASSES; pass++) {
+                for (int i = 0; i < values.length; i++) {
+                    ctx.ts = times[i];
+                    w.write(values[i], ctx);
+                }
+            }
+            r[round] = (System.nanoTime() - t0) / (double) (values.length * WRITER_PASSES);
+        }
+        Arrays.sort(r);
+        return r[rounds / 2];
+    }
+
+    /**
+     * The gate inside the sink, per record: {@code GatedSink}'s writer (RUNNING, every record
+     * PASS) vs the bare writer and vs a wrapper that only delegates, all called through one call
+     * site with Flink's boxing context.
+     */
+    @SuppressWarnings({"unchecked", "rawtypes", "cast"})
+    static void writerPath(Long[] allValues, long[] allTimes, CoordinationState state) throws Exception {
+        Long[] values = Arrays.copyOf(allValues, 4096);
+        long[] times = Arrays.copyOf(allTimes, 4096);
+        String ch = "bench-writer-" + System.nanoTime();
+        ManualStateSource.channel(ch).publish(state);
+        SumWriter bare = new SumWriter();
+        org.apache.flink.api.connector.sink2.SinkWriter<Long> delegating = new org.apache.flink.api.connector.sink2.SinkWriter<>() {
+            @Override
+            public void write(Long v, Context context) throws java.io.IOException, InterruptedException {
+                bare.write(v, context);
+            }
+
+            @Override
+            public void flush(boolean endOfInput) {}
+
+            @Override
+            public void close() {}
+        };
+        org.apache.flink.api.connector.sink2.SinkWriter<Long> gated = ((GatedSink<Long>) GatedSink.wrap(new SumSink(),
+                new GateProcessFunction<>(Color.BLUE, new ManualStateSource(ch)))).createWriter(fakeInitContext());
+        org.apache.flink.api.connector.sink2.SinkWriter<Long>[] writers = new org.apache.flink.api.connector.sink2.SinkWriter[] {bare, delegating, gated};
+        for (int i = 0; i < 5; i++) {
+            for (org.apache.flink.api.connector.sink2.SinkWriter<Long> w : writers) {
+                writerNsPerRecord(w, values, times, 3);
+            }
+        }
+        int reps = 7;
+        double[][] m = new double[3][reps];
+        for (int rep = 0; rep < reps; rep++) {
+            for (int k = 0; k < 3; k++) {
+                m[k][rep] = writerNsPerRecord(writers[k], values, times, 11);
+            }
+        }
+        double[] bytes = new double[3];
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        for (int k = 0; k < 3; k++) {
+            long b0 = mx.getThreadAllocatedBytes(Thread.currentThread().getId());
+            writerNsPerRecord(writers[k], values, times, 1);
+            bytes[k] = (mx.getThreadAllocatedBytes(Thread.currentThread().getId()) - b0) / (double) (values.length * WRITER_PASSES);
+        }
+        double[] med = new double[3];
+        String[] range = new String[3];
+        for (int k = 0; k < 3; k++) {
+            Arrays.sort(m[k]);
+            med[k] = m[k][reps / 2];
+            range[k] = String.format("%.2f..%.2f", m[k][0], m[k][reps - 1]);
+        }
+        System.out.printf("writer path (the gate in the sink; %d records x %d passes per round, Flink's boxing context, one megamorphic"
+                + " call site, %d interleaved reps of 11 rounds; median of rep medians, [min..max]):%n"
+                + "  bare writer                          %.2f ns/record [%s], %.2f bytes/record allocated%n"
+                + "  delegating wrapper                   %.2f ns/record [%s], %.2f bytes/record allocated%n"
+                + "  gated writer, RUNNING (every PASS)   %.2f ns/record [%s], %.2f bytes/record allocated  (+%.2f ns over the delegating wrapper)%n",
+                values.length, WRITER_PASSES, reps, med[0], range[0], bytes[0], med[1], range[1], bytes[1], med[2], range[2], bytes[2],
+                med[2] - med[1]);
+        gated.close();
+    }
+
     /** CPU time (ns) of the task threads per run key, added by {@link CpuSink} and the realistic functions on close. */
     static final java.util.Map<String, java.util.concurrent.atomic.AtomicLong> CPU_NS = new java.util.concurrent.ConcurrentHashMap<>();
 
+    /** Bytes allocated by the task threads per run key (deterministic where CPU time is noisy). */
+    static final java.util.Map<String, java.util.concurrent.atomic.AtomicLong> ALLOC = new java.util.concurrent.ConcurrentHashMap<>();
+
     static void addThreadCpu(String key) {
-        CPU_NS.get(key).addAndGet(java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime());
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        CPU_NS.get(key).addAndGet(mx.getCurrentThreadCpuTime());
+        if (mx instanceof com.sun.management.ThreadMXBean) {
+            ALLOC.computeIfAbsent(key, k -> new java.util.concurrent.atomic.AtomicLong())
+                    .addAndGet(((com.sun.management.ThreadMXBean) mx).getThreadAllocatedBytes(Thread.currentThread().getId()));
+        }
+    }
+
+    static double allocPerRecord(String key, long records) {
+        java.util.concurrent.atomic.AtomicLong a = ALLOC.get(key);
+        return a == null ? Double.NaN : a.get() / (double) records;
     }
 
     /** The trivial pipeline: ids, event times and watermarks, [the gate], a discarding sink (one task thread). */
@@ -227,18 +453,82 @@ public final class GateBench {
         }
     }
 
-    /** {@code variant}: 0 nothing, 1 the gate, 2 an identity map before the sink. */
+    /** The trivial pipeline in variant {@code variant} of {@link #TRIVIAL_VARIANTS}. */
     static void trivial(StreamExecutionEnvironment env, long n, int variant, String channel, String key) {
         org.apache.flink.streaming.api.datastream.DataStream<Long> s = env.fromSequence(0, n - 1)
                 .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
                         .<Long>forBoundedOutOfOrderness(java.time.Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
                         .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id)));
-        if (variant == 1) {
-            GateSinkWrapper.sinkTo(s, new GateProcessFunction<>(Color.BLUE, new ManualStateSource(channel)), new CpuSink(key));
-        } else if (variant == 2) {
-            s.map(new IdentityMap()).sinkTo(new CpuSink(key));
-        } else {
-            s.sinkTo(new CpuSink(key));
+        switch (variant) {
+            case 0:
+                s.sinkTo(new CpuSink(key));
+                break;
+            case 1:
+                GateSinkWrapper.sinkTo(s, new GateProcessFunction<>(Color.BLUE, new ManualStateSource(channel)), new CpuSink(key));
+                break;
+            case 2:
+                s.sinkTo(GatedSink.wrap(new CpuSink(key), new GateProcessFunction<>(Color.BLUE, new ManualStateSource(channel))));
+                break;
+            case 3:
+                s.map(new IdentityMap()).sinkTo(new CpuSink(key));
+                break;
+            case 4:
+                s.sinkTo(new DelegatingSink<>(new CpuSink(key), false));
+                break;
+            case 5:
+                s.sinkTo(new DelegatingSink<>(new CpuSink(key), true));
+                break;
+            default:
+                throw new IllegalArgumentException("variant " + variant);
+        }
+    }
+
+    /**
+     * A sink wrapper whose writer only delegates (and, with {@code readTimestamp}, reads the record's
+     * timestamp from the context as a gate must): the floor under any gate inside a sink writer.
+     */
+    static final class DelegatingSink<T> extends org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink<T> {
+        private static final long serialVersionUID = 1L;
+        private final org.apache.flink.api.connector.sink2.Sink<T> inner;
+        private final boolean readTimestamp;
+
+        DelegatingSink(org.apache.flink.api.connector.sink2.Sink<T> inner, boolean readTimestamp) {
+            this.inner = inner;
+            this.readTimestamp = readTimestamp;
+        }
+
+        @Override
+        public org.apache.flink.api.connector.sink2.SinkWriter<T> createWriter(org.apache.flink.api.connector.sink2.WriterInitContext context)
+                throws java.io.IOException {
+            org.apache.flink.api.connector.sink2.SinkWriter<T> w = inner.createWriter(context);
+            boolean ts = readTimestamp;
+            return new org.apache.flink.api.connector.sink2.SinkWriter<>() {
+                long max = Long.MIN_VALUE;
+
+                @Override
+                public void write(T v, Context context) throws java.io.IOException, InterruptedException {
+                    if (ts) {
+                        Long t = context.timestamp();
+                        if (t != null && t > max) {
+                            max = t;
+                        }
+                    }
+                    w.write(v, context);
+                }
+
+                @Override
+                public void flush(boolean endOfInput) throws java.io.IOException, InterruptedException {
+                    w.flush(endOfInput);
+                }
+
+                @Override
+                public void close() throws Exception {
+                    if (max == 42) {
+                        System.out.print("");
+                    }
+                    w.close();
+                }
+            };
         }
     }
 
@@ -368,7 +658,8 @@ public final class GateBench {
             }
         }
 
-        static void build(StreamExecutionEnvironment env, long n, boolean gate, String channel, java.nio.file.Path dir, String key) {
+        /** The realistic pipeline in variant {@code variant} of {@link #REALISTIC_VARIANTS}. */
+        static void build(StreamExecutionEnvironment env, long n, int variant, String channel, java.nio.file.Path dir, String key) {
             org.apache.flink.streaming.api.datastream.DataStream<String> lines = env.fromSequence(0, n - 1)
                     .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
                             .<Long>forBoundedOutOfOrderness(java.time.Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
@@ -380,10 +671,19 @@ public final class GateBench {
                     .forRowFormat(new org.apache.flink.core.fs.Path(dir.toUri()),
                             new org.apache.flink.api.common.serialization.SimpleStringEncoder<String>("UTF-8"))
                     .build();
-            if (gate) {
-                GateSinkWrapper.sinkTo(lines, new GateProcessFunction<>(Color.BLUE, new ManualStateSource(channel)), sink);
-            } else {
-                lines.sinkTo(sink);
+            GateProcessFunction<String> gate = new GateProcessFunction<>(Color.BLUE, new ManualStateSource(channel));
+            switch (variant) {
+                case 0:
+                    lines.sinkTo(sink);
+                    break;
+                case 1:
+                    GateSinkWrapper.sinkTo(lines, gate, sink);
+                    break;
+                case 2:
+                    lines.sinkTo(GatedSink.wrap(sink, gate));
+                    break;
+                default:
+                    throw new IllegalArgumentException("variant " + variant);
             }
         }
     }

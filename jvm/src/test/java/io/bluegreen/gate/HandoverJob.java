@@ -35,8 +35,11 @@ final class HandoverJob {
         return BASE + id - (h & (OUT_OF_ORDERNESS_MS - 1));
     }
 
-    /** What sits where the gate goes. */
-    enum Stage { GATE, NONE, IDENTITY }
+    /** What sits where the gate goes: the gate operator, the gate inside the sink, nothing, an identity function. */
+    enum Stage { GATE, GATE_IN_SINK, NONE, IDENTITY }
+
+    /** The name of the recording sink with the gate inside: contains "bluegreen-gate", as the gate operator's does. */
+    static final String GATED_SINK_NAME = "ids-sink (bluegreen-gate inside)";
 
     static StreamExecutionEnvironment env(int parallelism) {
         Configuration conf = new Configuration();
@@ -68,6 +71,9 @@ final class HandoverJob {
             case GATE:
                 s = GateSinkWrapper.gate(s, gate);
                 break;
+            case GATE_IN_SINK:
+                s.sinkTo(GatedSink.wrap(new RecordingSink(recorderKey), gate)).name(GATED_SINK_NAME);
+                return;
             case IDENTITY:
                 s = s.process(new Identity()).name("identity");
                 break;

@@ -215,6 +215,11 @@ final class HandoverJobTest {
      * summary line.
      */
     static String handover(int n, boolean viaSidecar, long proposalOffsetMs) throws Exception {
+        return handover(n, viaSidecar, proposalOffsetMs, HandoverJob.Stage.GATE);
+    }
+
+    /** The same with the gate placed as {@code stage} (the operator or inside the sink) in both colors. */
+    static String handover(int n, boolean viaSidecar, long proposalOffsetMs, HandoverJob.Stage stage) throws Exception {
         String run = "handover-" + SEQ.incrementAndGet();
         FakeSidecar sidecar = viaSidecar ? new FakeSidecar() : null;
         try {
@@ -230,7 +235,7 @@ final class HandoverJobTest {
             publish.accept(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
             StreamExecutionEnvironment envB = HandoverJob.env(P);
             // Blue is paced (~5 s for 200k ids) so that the handover happens mid-stream.
-            HandoverJob.build(envB, n, Math.max(1, n / 10_000), HandoverJob.Stage.GATE,
+            HandoverJob.build(envB, n, Math.max(1, n / 10_000), stage,
                     new GateProcessFunction<Long>(BLUE, source).withHoldTimeout(Duration.ofSeconds(60)), run + "/blue");
             JobID blue = flink.submit(envB, run + "-blue");
             JobID green = null;
@@ -252,7 +257,7 @@ final class HandoverJobTest {
                 // Epoch 1: hand over to green.
                 publish.accept(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
                 StreamExecutionEnvironment envG = HandoverJob.env(P);
-                HandoverJob.build(envG, n, 0, HandoverJob.Stage.GATE,
+                HandoverJob.build(envG, n, 0, stage,
                         new GateProcessFunction<Long>(GREEN, source).withHoldTimeout(Duration.ofSeconds(60))
                                 .withHoldBuffer(GREEN_HOLD_RECORDS, 1 << 20), run + "/green");
                 green = flink.submit(envG, run + "-green");
@@ -312,6 +317,21 @@ final class HandoverJobTest {
         }
     }
 
+    /** Places {@code gate} and the recording sink {@code key} after {@code s}, as the operator or inside the sink. */
+    static void gatedSink(org.apache.flink.streaming.api.datastream.DataStream<Long> s, GateProcessFunction<Long> gate, String key,
+            HandoverJob.Stage stage) {
+        if (stage == HandoverJob.Stage.GATE_IN_SINK) {
+            s.sinkTo(GatedSink.wrap(new HandoverJob.RecordingSink(key), gate)).name(HandoverJob.GATED_SINK_NAME);
+        } else {
+            GateSinkWrapper.sinkTo(s, gate, new HandoverJob.RecordingSink(key));
+        }
+    }
+
+    /** " (gate in the sink)" for the in-sink placement, for test names. */
+    static String where(HandoverJob.Stage stage) {
+        return stage == HandoverJob.Stage.GATE_IN_SINK ? " (gate in the sink)" : "";
+    }
+
     /** Two jobs whose gates are given the states {@code blueState} and {@code greenState}; returns the verdict. */
     static HandoverJob.Verdict pair(int n, CoordinationState blueState, CoordinationState greenState) throws Exception {
         String run = "pair-" + SEQ.incrementAndGet();
@@ -341,97 +361,24 @@ final class HandoverJobTest {
         test("handover job: the same through the sidecar long-poll source (in-process fake sidecar), 60000 ids, W proposed at blue's max", () -> {
             System.out.println("     " + handover(60_000, true, 0));
         });
+        test("handover job (gate in the sink): blue -> green on a MiniCluster, 60000 ids, W proposed at blue's max: 0 duplicates, 0 losses", () -> {
+            System.out.println("     " + handover(60_000, false, 0, HandoverJob.Stage.GATE_IN_SINK));
+        });
         long holdMs = Long.getLong("bluegreen.test.hold-ms", 8_000);
         test("handover job: a " + holdMs + " ms hold with checkpoints every second keeps completing checkpoints; then 0 duplicates, 0 losses", () -> {
             System.out.println("     " + longHold(60_000, holdMs));
         });
         test("handover job: the report line shows the input watermark, and idle=true once every input of the gate is idle", () -> {
-            String run = "idle-" + SEQ.incrementAndGet();
-            LocalFlink flink = LocalFlink.shared();
-            ManualStateSource.channel(run).publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
-            StreamExecutionEnvironment env = HandoverJob.env(1);
-            // The ids stall after 1,000 in their own task; the timestamp assigner downstream then
-            // declares its input idle after 200 ms (withIdleness), and the gate sees WatermarkStatus.IDLE.
-            org.apache.flink.streaming.api.datastream.DataStream<Long> ids = env.fromSequence(0, 1_000_000)
-                    .map(new StallAfter(1_000)).disableChaining()
-                    .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
-                            .<Long>forMonotonousTimestamps()
-                            .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id))
-                            .withIdleness(Duration.ofMillis(200)));
-            GateSinkWrapper.sinkTo(ids, new GateProcessFunction<Long>(BLUE, new ManualStateSource(run)), new HandoverJob.RecordingSink(null));
-            JobID job = flink.submit(env, run);
-            try {
-                String v = gateVertex(flink, job);
-                GateReport[] last = new GateReport[1];
-                waitFor(() -> {
-                    List<String> lines = flink.subtaskMetric(job, v, 1, GateProcessFunction.METRIC_APPLIED_STATE);
-                    if (lines == null) {
-                        return false;
-                    }
-                    last[0] = GateReport.parse(lines.get(0));
-                    return last[0].idle;
-                }, 30_000, "the gate to report idle=true");
-                check(last[0].watermark > HandoverJob.BASE && last[0].watermark < HandoverJob.eventTime(1_000),
-                        "the last input watermark before idling: " + last[0]);
-                check(last[0].past(HandoverJob.eventTime(500_000)), "an idle gate counts as past any W: " + last[0]);
-                System.out.println("     " + last[0].line());
-            } finally {
-                flink.cancel(job);
-            }
+            idleReport(HandoverJob.Stage.GATE);
         });
-        test("handover job: held records are checkpointed: after a failure and restart, each is emitted once", () -> {
-            String run = "held-restart-" + SEQ.incrementAndGet();
-            LocalFlink flink = LocalFlink.shared();
-            ManualStateSource.Channel ch = ManualStateSource.channel(run);
-            ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN)); // green holds everything
-            org.apache.flink.configuration.Configuration conf = new org.apache.flink.configuration.Configuration();
-            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
-            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 2);
-            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
-            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
-            env.setParallelism(P);
-            env.enableCheckpointing(200);
-            int n = 40_000;
-            AtomicIntegerArray out = HandoverJob.Recorder.create(run, n);
-            FailOnce.ARMED.put(run, new java.util.concurrent.atomic.AtomicBoolean(false));
-            org.apache.flink.streaming.api.datastream.DataStream<Long> ids = env.fromSequence(0, n - 1)
-                    .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
-                            .<Long>forBoundedOutOfOrderness(Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
-                            .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id)))
-                    .map(new HandoverJob.TimedPacer(12_000, n / P))
-                    .map(new FailOnce(run));
-            GateSinkWrapper.sinkTo(ids, new GateProcessFunction<Long>(GREEN, new ManualStateSource(run)), new HandoverJob.RecordingSink(run));
-            JobID job = flink.submit(env, run);
-            try {
-                String v = gateVertex(flink, job);
-                long[] held = new long[1];
-                long[] cp = new long[1];
-                waitFor(() -> {
-                    List<String> h = flink.subtaskMetric(job, v, P, GateProcessFunction.METRIC_HELD_RECORDS);
-                    held[0] = h == null ? 0 : h.stream().mapToLong(Long::parseLong).sum();
-                    cp[0] = checkpoints(flink, job);
-                    return held[0] >= 4_000;
-                }, 60_000, "the gates to hold 4000 records");
-                waitFor(() -> checkpoints(flink, job) >= cp[0] + 2, 30_000, "two checkpoints with held records");
-                FailOnce.ARMED.get(run).set(true);
-                waitFor(() -> !FailOnce.ARMED.get(run).get(), 30_000, "the injected failure");
-                waitFor(() -> checkpoints(flink, job) >= cp[0] + 4, 60_000, "checkpoints after the restart");
-                ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, HandoverJob.BASE - 1_000, GREEN)); // green owns every id
-                Throwable err = flink.await(job, 120_000);
-                check(err == null, "job succeeds after one restart: " + err);
-                long lost = 0;
-                long dup = 0;
-                for (int i = 0; i < n; i++) {
-                    lost += out.get(i) == 0 ? 1 : 0;
-                    dup += Math.max(0, out.get(i) - 1);
-                }
-                checkEq(0L, lost + dup, "ids lost (" + lost + ") or duplicated (" + dup + ")");
-                checkEq(0L, HandoverJob.Recorder.late(run), "records behind the watermark at the sink");
-                System.out.println("     " + held[0] + " records held before the failure; after the restart all " + n + " ids emitted once");
-            } finally {
-                flink.cancel(job);
-            }
+        test("handover job (gate in the sink): the report line shows the input watermark; idle stays false (a sink writer is not told)", () -> {
+            idleReport(HandoverJob.Stage.GATE_IN_SINK);
         });
+        for (HandoverJob.Stage stage : new HandoverJob.Stage[] {HandoverJob.Stage.GATE, HandoverJob.Stage.GATE_IN_SINK}) {
+            test("handover job" + where(stage) + ": held records are checkpointed: after a failure and restart, each is emitted once", () -> {
+                heldRestart(stage);
+            });
+        }
         test("handover job: the oracle fails on conflicting states (both active: duplicates; each told the other is active: losses)", () -> {
             int n = 20_000;
             HandoverJob.Verdict dup = pair(n, st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE),
@@ -448,118 +395,241 @@ final class HandoverJobTest {
             check(split.duplicates > 1_900 && split.losses == 0, "W disagreement duplicates the ids between the W's: " + split);
             System.out.println("     both active: " + dup + "; each told the other is active: " + loss + "; W 12000 vs 10000: " + split);
         });
-        test("handover job: a restarted gate restores its max passed event time from the checkpoint", () -> {
-            String run = "restart-" + SEQ.incrementAndGet();
-            LocalFlink flink = LocalFlink.shared();
-            ManualStateSource.Channel ch = ManualStateSource.channel(run);
-            ch.publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
-            org.apache.flink.configuration.Configuration conf = new org.apache.flink.configuration.Configuration();
-            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
-            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 2);
-            conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
-            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
-            env.setParallelism(P);
-            env.enableCheckpointing(100);
-            int n = 400_000;
-            FailOnce.ARMED.put(run, new java.util.concurrent.atomic.AtomicBoolean(false));
-            org.apache.flink.streaming.api.datastream.DataStream<Long> ids = env.fromSequence(0, n - 1)
-                    .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
-                            .<Long>forBoundedOutOfOrderness(Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
-                            .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id)))
-                    .map(new HandoverJob.Pacer(10))
-                    .map(new FailOnce(run));
-            GateSinkWrapper.sinkTo(ids, new GateProcessFunction<Long>(BLUE, new ManualStateSource(run)).withHoldTimeout(Duration.ofSeconds(60)),
-                    new HandoverJob.RecordingSink(null));
-            JobID job = flink.submit(env, run);
-            try {
+        for (HandoverJob.Stage stage : new HandoverJob.Stage[] {HandoverJob.Stage.GATE, HandoverJob.Stage.GATE_IN_SINK}) {
+            test("handover job" + where(stage) + ": a restarted gate restores its max passed event time from the checkpoint", () -> {
+                maxRestored(stage);
+            });
+        }
+        for (HandoverJob.Stage stage : new HandoverJob.Stage[] {HandoverJob.Stage.GATE, HandoverJob.Stage.GATE_IN_SINK}) {
+            test("handover job" + where(stage) + ": hold -> timeout fails the Flink job with GateHoldTimeoutException", () -> {
+                holdTimeout(stage);
+            });
+            test("handover job" + where(stage) + ": a job without timestamps fails by default; treatMissingTimestampAs emits each record once", () -> {
+                missingTimestamps(stage);
+            });
+        }
+    }
+
+    static void idleReport(HandoverJob.Stage stage) throws Exception {
+        String run = "idle-" + SEQ.incrementAndGet();
+        LocalFlink flink = LocalFlink.shared();
+        ManualStateSource.channel(run).publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+        StreamExecutionEnvironment env = HandoverJob.env(1);
+        // The ids stall after 1,000 in their own task; the timestamp assigner downstream then
+        // declares its input idle after 200 ms (withIdleness), and the gate sees WatermarkStatus.IDLE.
+        org.apache.flink.streaming.api.datastream.DataStream<Long> ids = env.fromSequence(0, 1_000_000)
+                .map(new StallAfter(1_000)).disableChaining()
+                .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
+                        .<Long>forMonotonousTimestamps()
+                        .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id))
+                        .withIdleness(Duration.ofMillis(200)));
+        gatedSink(ids, new GateProcessFunction<Long>(BLUE, new ManualStateSource(run)), null, stage);
+        JobID job = flink.submit(env, run);
+        try {
+            String v = gateVertex(flink, job);
+            GateReport[] last = new GateReport[1];
+            if (stage == HandoverJob.Stage.GATE_IN_SINK) {
+                // Flink passes no WatermarkStatus to a sink writer: the gate in the sink reports the
+                // last watermark it was given and idle=false, however long the input is idle.
                 waitFor(() -> {
-                    try {
-                        flink.vertex(job, "bluegreen-gate");
-                        return true;
-                    } catch (IllegalStateException e) {
-                        return false;
-                    }
-                }, 30_000, "the job graph");
-                String v = flink.vertex(job, "bluegreen-gate");
-                long[] before = new long[1];
-                waitFor(() -> {
-                    @SuppressWarnings("unchecked")
-                    java.util.Map<String, Object> cp = (java.util.Map<String, Object>) flink.getJson("/jobs/" + job + "/checkpoints");
-                    @SuppressWarnings("unchecked")
-                    long completed = ((Number) ((java.util.Map<String, Object>) cp.get("counts")).get("completed")).longValue();
-                    List<String> max = flink.subtaskMetric(job, v, P, GateProcessFunction.METRIC_MAX_PASSED);
-                    if (completed < 1 || max == null) {
-                        return false;
-                    }
-                    before[0] = max.stream().mapToLong(Long::parseLong).min().getAsLong();
-                    return before[0] > Long.MIN_VALUE;
-                }, 60_000, "a completed checkpoint with records passed");
-                // After the restart a gate holds everything (an incoming-color state that running
-                // gates refuse as illegal, but a fresh gate accepts), so whatever it reports as max
-                // passed comes from the restored union list state.
-                java.util.Map<String, String> hold = st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE).toData();
-                ch.publishData(hold);
-                FailOnce.ARMED.get(run).set(true);
-                // Flink's default region failover restarts only the failed subtask (each subtask is its
-                // own pipelined region here); the other one keeps RUNNING, refusing the illegal update.
-                long[] after = new long[1];
-                waitFor(() -> {
-                    List<String> lines = flink.subtaskMetric(job, v, P, GateProcessFunction.METRIC_APPLIED_STATE);
+                    List<String> lines = flink.subtaskMetric(job, v, 1, GateProcessFunction.METRIC_APPLIED_STATE);
                     if (lines == null) {
                         return false;
                     }
-                    for (String l : lines) {
-                        if (l.startsWith("epoch=1 ") && l.contains("active=BLUE")) {
-                            after[0] = field(l, "max-passed");
-                            return true;
-                        }
-                    }
+                    last[0] = GateReport.parse(lines.get(0));
+                    return last[0].watermark > HandoverJob.BASE;
+                }, 30_000, "the gate in the sink to report a watermark");
+                Thread.sleep(1_500); // the input has been idle for over a second (idleness after 200 ms)
+                GateReport r = GateReport.parse(flink.subtaskMetric(job, v, 1, GateProcessFunction.METRIC_APPLIED_STATE).get(0));
+                check(r.watermark > HandoverJob.BASE && r.watermark < HandoverJob.eventTime(1_000), "the last input watermark: " + r);
+                check(!r.idle, "a sink writer is not told of idleness: " + r);
+                check(!r.past(HandoverJob.eventTime(500_000)), "so it does not count as past a later W: " + r);
+                System.out.println("     " + r.line());
+                return;
+            }
+            waitFor(() -> {
+                List<String> lines = flink.subtaskMetric(job, v, 1, GateProcessFunction.METRIC_APPLIED_STATE);
+                if (lines == null) {
                     return false;
-                }, 60_000, "a restarted gate reporting the holding state");
-                check(after[0] > Long.MIN_VALUE, "restored max passed event time: " + after[0]);
-                check(after[0] >= HandoverJob.BASE, "restored value is a real event time: " + after[0]);
-                System.out.println("     max passed before the failure (min over subtasks) " + (before[0] - HandoverJob.BASE)
-                        + " (+base); the restarted subtask, holding everything, reports " + (after[0] - HandoverJob.BASE) + " (+base), from the checkpoint");
-            } finally {
-                flink.cancel(job);
-            }
-        });
-        test("handover job: hold -> timeout fails the Flink job with GateHoldTimeoutException", () -> {
-            String run = "hold-" + SEQ.incrementAndGet();
-            LocalFlink flink = LocalFlink.shared();
-            StreamExecutionEnvironment env = HandoverJob.env(1);
-            HandoverJob.build(env, 100, 0, HandoverJob.Stage.GATE,
-                    new GateProcessFunction<Long>(GREEN, new ManualStateSource(run)).withHoldTimeout(Duration.ofMillis(300)), null);
-            Throwable err = flink.await(flink.submit(env, run), 60_000);
-            check(err != null, "the job must fail");
-            GateHoldTimeoutException cause = findCause(err, GateHoldTimeoutException.class);
-            check(cause != null, "cause chain holds GateHoldTimeoutException: " + err);
-            check(cause.getMessage().contains("none yet"), cause.getMessage());
-        });
-        test("handover job: a job without timestamps fails by default; treatMissingTimestampAs emits each record once", () -> {
-            String run = "nots-" + SEQ.incrementAndGet();
-            LocalFlink flink = LocalFlink.shared();
-            ManualStateSource.channel(run).publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
-            for (boolean lenient : new boolean[] {false, true}) {
-                int n = 1_000;
-                AtomicIntegerArray out = HandoverJob.Recorder.create(run + "/" + lenient, n);
-                StreamExecutionEnvironment env = HandoverJob.env(P);
-                GateProcessFunction<Long> gate = new GateProcessFunction<>(BLUE, new ManualStateSource(run));
-                if (lenient) {
-                    gate.treatMissingTimestampAs(Long.MIN_VALUE);
                 }
-                GateSinkWrapper.sinkTo(env.fromSequence(0, n - 1), gate, new HandoverJob.RecordingSink(run + "/" + lenient));
-                Throwable err = flink.await(flink.submit(env, run + "-" + lenient), 60_000);
-                if (lenient) {
-                    check(err == null, "lenient job succeeds: " + err);
-                    for (int i = 0; i < n; i++) {
-                        checkEq(1, out.get(i), "id " + i + " emitted once");
+                last[0] = GateReport.parse(lines.get(0));
+                return last[0].idle;
+            }, 30_000, "the gate to report idle=true");
+            check(last[0].watermark > HandoverJob.BASE && last[0].watermark < HandoverJob.eventTime(1_000),
+                    "the last input watermark before idling: " + last[0]);
+            check(last[0].past(HandoverJob.eventTime(500_000)), "an idle gate counts as past any W: " + last[0]);
+            System.out.println("     " + last[0].line());
+        } finally {
+            flink.cancel(job);
+        }
+    }
+
+    static void heldRestart(HandoverJob.Stage stage) throws Exception {
+        String run = "held-restart-" + SEQ.incrementAndGet();
+        LocalFlink flink = LocalFlink.shared();
+        ManualStateSource.Channel ch = ManualStateSource.channel(run);
+        ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN)); // green holds everything
+        org.apache.flink.configuration.Configuration conf = new org.apache.flink.configuration.Configuration();
+        conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 2);
+        conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        env.setParallelism(P);
+        env.enableCheckpointing(200);
+        int n = 40_000;
+        AtomicIntegerArray out = HandoverJob.Recorder.create(run, n);
+        FailOnce.ARMED.put(run, new java.util.concurrent.atomic.AtomicBoolean(false));
+        org.apache.flink.streaming.api.datastream.DataStream<Long> ids = env.fromSequence(0, n - 1)
+                .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
+                        .<Long>forBoundedOutOfOrderness(Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
+                        .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id)))
+                .map(new HandoverJob.TimedPacer(12_000, n / P))
+                .map(new FailOnce(run));
+        gatedSink(ids, new GateProcessFunction<Long>(GREEN, new ManualStateSource(run)), run, stage);
+        JobID job = flink.submit(env, run);
+        try {
+            String v = gateVertex(flink, job);
+            long[] held = new long[1];
+            long[] cp = new long[1];
+            waitFor(() -> {
+                List<String> h = flink.subtaskMetric(job, v, P, GateProcessFunction.METRIC_HELD_RECORDS);
+                held[0] = h == null ? 0 : h.stream().mapToLong(Long::parseLong).sum();
+                cp[0] = checkpoints(flink, job);
+                return held[0] >= 4_000;
+            }, 60_000, "the gates to hold 4000 records");
+            waitFor(() -> checkpoints(flink, job) >= cp[0] + 2, 30_000, "two checkpoints with held records");
+            FailOnce.ARMED.get(run).set(true);
+            waitFor(() -> !FailOnce.ARMED.get(run).get(), 30_000, "the injected failure");
+            waitFor(() -> checkpoints(flink, job) >= cp[0] + 4, 60_000, "checkpoints after the restart");
+            ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, HandoverJob.BASE - 1_000, GREEN)); // green owns every id
+            Throwable err = flink.await(job, 120_000);
+            check(err == null, "job succeeds after one restart: " + err);
+            long lost = 0;
+            long dup = 0;
+            for (int i = 0; i < n; i++) {
+                lost += out.get(i) == 0 ? 1 : 0;
+                dup += Math.max(0, out.get(i) - 1);
+            }
+            checkEq(0L, lost + dup, "ids lost (" + lost + ") or duplicated (" + dup + ")");
+            checkEq(0L, HandoverJob.Recorder.late(run), "records behind the watermark at the sink");
+            System.out.println("     " + held[0] + " records held before the failure; after the restart all " + n + " ids emitted once");
+        } finally {
+            flink.cancel(job);
+        }
+    }
+
+    static void maxRestored(HandoverJob.Stage stage) throws Exception {
+        String run = "restart-" + SEQ.incrementAndGet();
+        LocalFlink flink = LocalFlink.shared();
+        ManualStateSource.Channel ch = ManualStateSource.channel(run);
+        ch.publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+        org.apache.flink.configuration.Configuration conf = new org.apache.flink.configuration.Configuration();
+        conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 2);
+        conf.set(org.apache.flink.configuration.RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        env.setParallelism(P);
+        env.enableCheckpointing(100);
+        int n = 400_000;
+        FailOnce.ARMED.put(run, new java.util.concurrent.atomic.AtomicBoolean(false));
+        org.apache.flink.streaming.api.datastream.DataStream<Long> ids = env.fromSequence(0, n - 1)
+                .assignTimestampsAndWatermarks(org.apache.flink.api.common.eventtime.WatermarkStrategy
+                        .<Long>forBoundedOutOfOrderness(Duration.ofMillis(HandoverJob.OUT_OF_ORDERNESS_MS))
+                        .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id)))
+                .map(new HandoverJob.Pacer(10))
+                .map(new FailOnce(run));
+        gatedSink(ids, new GateProcessFunction<Long>(BLUE, new ManualStateSource(run)).withHoldTimeout(Duration.ofSeconds(60)), null, stage);
+        JobID job = flink.submit(env, run);
+        try {
+            waitFor(() -> {
+                try {
+                    flink.vertex(job, "bluegreen-gate");
+                    return true;
+                } catch (IllegalStateException e) {
+                    return false;
+                }
+            }, 30_000, "the job graph");
+            String v = flink.vertex(job, "bluegreen-gate");
+            long[] before = new long[1];
+            waitFor(() -> {
+                @SuppressWarnings("unchecked")
+                java.util.Map<String, Object> cp = (java.util.Map<String, Object>) flink.getJson("/jobs/" + job + "/checkpoints");
+                @SuppressWarnings("unchecked")
+                long completed = ((Number) ((java.util.Map<String, Object>) cp.get("counts")).get("completed")).longValue();
+                List<String> max = flink.subtaskMetric(job, v, P, GateProcessFunction.METRIC_MAX_PASSED);
+                if (completed < 1 || max == null) {
+                    return false;
+                }
+                before[0] = max.stream().mapToLong(Long::parseLong).min().getAsLong();
+                return before[0] > Long.MIN_VALUE;
+            }, 60_000, "a completed checkpoint with records passed");
+            // After the restart a gate holds everything (an incoming-color state that running
+            // gates refuse as illegal, but a fresh gate accepts), so whatever it reports as max
+            // passed comes from the restored state (union list state of the operator, or the sink writer's state).
+            java.util.Map<String, String> hold = st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE).toData();
+            ch.publishData(hold);
+            FailOnce.ARMED.get(run).set(true);
+            // Flink's default region failover restarts only the failed subtask (each subtask is its
+            // own pipelined region here); the other one keeps RUNNING, refusing the illegal update.
+            long[] after = new long[1];
+            waitFor(() -> {
+                List<String> lines = flink.subtaskMetric(job, v, P, GateProcessFunction.METRIC_APPLIED_STATE);
+                if (lines == null) {
+                    return false;
+                }
+                for (String l : lines) {
+                    if (l.startsWith("epoch=1 ") && l.contains("active=BLUE")) {
+                        after[0] = field(l, "max-passed");
+                        return true;
                     }
-                } else {
-                    check(findCause(err, MissingTimestampException.class) != null, "fails with MissingTimestampException: " + err);
                 }
+                return false;
+            }, 60_000, "a restarted gate reporting the holding state");
+            check(after[0] > Long.MIN_VALUE, "restored max passed event time: " + after[0]);
+            check(after[0] >= HandoverJob.BASE, "restored value is a real event time: " + after[0]);
+            System.out.println("     max passed before the failure (min over subtasks) " + (before[0] - HandoverJob.BASE)
+                    + " (+base); the restarted subtask, holding everything, reports " + (after[0] - HandoverJob.BASE) + " (+base), from the checkpoint");
+        } finally {
+            flink.cancel(job);
+        }
+    }
+
+    static void holdTimeout(HandoverJob.Stage stage) throws Exception {
+        String run = "hold-" + SEQ.incrementAndGet();
+        LocalFlink flink = LocalFlink.shared();
+        StreamExecutionEnvironment env = HandoverJob.env(1);
+        HandoverJob.build(env, 100, 0, stage,
+                new GateProcessFunction<Long>(GREEN, new ManualStateSource(run)).withHoldTimeout(Duration.ofMillis(300)), null);
+        Throwable err = flink.await(flink.submit(env, run), 60_000);
+        check(err != null, "the job must fail");
+        GateHoldTimeoutException cause = findCause(err, GateHoldTimeoutException.class);
+        check(cause != null, "cause chain holds GateHoldTimeoutException: " + err);
+        check(cause.getMessage().contains("none yet"), cause.getMessage());
+    }
+
+    static void missingTimestamps(HandoverJob.Stage stage) throws Exception {
+        String run = "nots-" + SEQ.incrementAndGet();
+        LocalFlink flink = LocalFlink.shared();
+        ManualStateSource.channel(run).publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+        for (boolean lenient : new boolean[] {false, true}) {
+            int n = 1_000;
+            AtomicIntegerArray out = HandoverJob.Recorder.create(run + "/" + lenient, n);
+            StreamExecutionEnvironment env = HandoverJob.env(P);
+            GateProcessFunction<Long> gate = new GateProcessFunction<>(BLUE, new ManualStateSource(run));
+            if (lenient) {
+                gate.treatMissingTimestampAs(Long.MIN_VALUE);
             }
-        });
+            gatedSink(env.fromSequence(0, n - 1), gate, run + "/" + lenient, stage);
+            Throwable err = flink.await(flink.submit(env, run + "-" + lenient + "-" + stage), 60_000);
+            if (lenient) {
+                check(err == null, "lenient job succeeds: " + err);
+                for (int i = 0; i < n; i++) {
+                    checkEq(1, out.get(i), "id " + i + " emitted once");
+                }
+            } else {
+                check(findCause(err, MissingTimestampException.class) != null, "fails with MissingTimestampException: " + err);
+            }
+        }
     }
 
     /** Passes {@code n} records, then blocks its task (until the job is cancelled). */

@@ -67,9 +67,11 @@ final class LocalFlink implements AutoCloseable {
         if (r.isSuccess()) {
             return null;
         }
-        return r.getSerializedThrowable()
-                .map(t -> t.deserializeError(LocalFlink.class.getClassLoader()))
-                .orElse(new RuntimeException("job " + job + " ended with " + r.getApplicationStatus()));
+        if (r.getSerializedThrowable().isPresent()) {
+            return r.getSerializedThrowable().get().deserializeError(LocalFlink.class.getClassLoader());
+        }
+        // The job's status, not JobResult's: getApplicationStatus (1.20) became getJobStatus (2.x).
+        return new RuntimeException("job " + job + " ended with " + cluster.getJobStatus(job).get(10, TimeUnit.SECONDS));
     }
 
     /** Runs the job built in {@code env} to its end; returns its net runtime in ms (Flink's, from RUNNING to the end). */

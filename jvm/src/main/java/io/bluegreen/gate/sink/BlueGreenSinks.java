@@ -3,6 +3,7 @@ package io.bluegreen.gate.sink;
 import io.bluegreen.gate.Color;
 import io.bluegreen.gate.GateProcessFunction;
 import io.bluegreen.gate.GateSinkWrapper;
+import io.bluegreen.gate.GatedSink;
 import java.util.Locale;
 import org.apache.flink.api.common.serialization.BulkWriter;
 import org.apache.flink.api.common.serialization.Encoder;
@@ -30,6 +31,20 @@ public final class BlueGreenSinks {
         Sink<T> isolated = ColorIsolatedSink.wrap(sink, gate.color());
         SingleOutputStreamOperator<T> gated = GateSinkWrapper.gate(stream, gate);
         return gated.sinkTo(isolated).uid(sinkUid).name(sinkUid).setParallelism(gated.getParallelism());
+    }
+
+    /**
+     * {@code sink} isolated for the gate's color ({@link ColorIsolatedSink#wrap}) with the gate inside
+     * its writer ({@link GatedSink#wrap}): no extra operator. Use it as any sink,
+     * {@code stream.sinkTo(BlueGreenSinks.gated(sink, gate)).uid("orders-sink")}, with the same uid in
+     * both colors. Not for a sink whose subtasks' inputs can all be idle during a handover (a sink
+     * writer does not learn of idleness; see {@link GatedSink}): use {@link #sinkTo} there.
+     *
+     * @throws IllegalArgumentException when the sink cannot be made safe for a handover (see
+     *     {@link ColorIsolatedSink#wrap}) or adds its own operators (see {@link GatedSink#wrap})
+     */
+    public static <T> Sink<T> gated(Sink<T> sink, GateProcessFunction<T> gate) {
+        return GatedSink.wrap(ColorIsolatedSink.wrap(sink, gate.color()), gate);
     }
 
     /** {@code base + "-blue"} or {@code base + "-green"}: a per-color name. */

@@ -255,6 +255,9 @@ public abstract class ColorIsolatedSink<T> extends DiscardingSink<T> {
         @SuppressWarnings("unchecked")
         public List<ColorTagged<S>> snapshotState(long checkpointId) throws IOException {
             List<ColorTagged<S>> out = new ArrayList<>();
+            if (!(inner instanceof StatefulSinkWriter)) {
+                return out; // a sink with a committer only (Flink asks only sinks with writer state)
+            }
             for (S st : ((StatefulSinkWriter<T, S>) inner).snapshotState(checkpointId)) {
                 out.add(ColorTagged.own(color, st));
             }
@@ -265,6 +268,9 @@ public abstract class ColorIsolatedSink<T> extends DiscardingSink<T> {
         @SuppressWarnings("unchecked")
         public Collection<ColorTagged<C>> prepareCommit() throws IOException, InterruptedException {
             List<ColorTagged<C>> out = new ArrayList<>();
+            if (!(inner instanceof CommittingSinkWriter)) {
+                return out; // Flink calls this on every CommittingSinkWriter, also of a sink without a committer
+            }
             for (C c : ((CommittingSinkWriter<T, C>) inner).prepareCommit()) {
                 out.add(ColorTagged.own(color, c));
             }

@@ -11,9 +11,10 @@ import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.
  * rolls on every checkpoint (no in-progress part file is ever in the sink state, and the outgoing
  * job's stop-with-savepoint commits its last records) and it does not compact (the compactor's
  * operators hold committables of both colors). FileSink exposes neither setting, so they are read
- * reflectively; a Flink version where that fails is refused too.
+ * reflectively; a Flink version where that fails is refused too. Public only for
+ * {@link io.bluegreen.gate.GatedSink}, which needs the compaction check.
  */
-final class FileSinkCheck {
+public final class FileSinkCheck {
     private FileSinkCheck() {}
 
     static void check(FileSink<?> sink) {
@@ -26,10 +27,25 @@ final class FileSinkCheck {
                     + " stop-with-savepoint. Use .withRollingPolicy(OnCheckpointRollingPolicy.build()), or"
                     + " BlueGreenSinks.rollOnCheckpoint(policy) to keep size/time rolls as well");
         }
-        if (field(builder, "compactStrategy") != null || (Boolean) field(builder, "isCompactDisabledExplicitly")) {
+        if (compactionConfigured(builder)) {
             throw new IllegalArgumentException("FileSink compaction (enableCompact/disableCompact) is not supported by ColorIsolatedSink:"
                     + " the compactor operators keep committables of both colors; build the FileSink without compaction settings");
         }
+    }
+
+    /**
+     * Refuses a FileSink with compaction settings, whose compactor operators (its pre-commit
+     * topology) a wrapper cannot carry; without them FileSink's pre-commit topology is not needed.
+     */
+    public static void checkNoCompaction(FileSink<?> sink, String wrapper) {
+        if (compactionConfigured(field(sink, "bucketsBuilder"))) {
+            throw new IllegalArgumentException("FileSink compaction (enableCompact/disableCompact) is not supported by " + wrapper
+                    + ": its compactor operators are outside the wrapper; build the FileSink without compaction settings");
+        }
+    }
+
+    private static boolean compactionConfigured(Object builder) {
+        return field(builder, "compactStrategy") != null || (Boolean) field(builder, "isCompactDisabledExplicitly");
     }
 
     /** True when {@code policy} is a {@link CheckpointRollingPolicy} that does not override {@code shouldRollOnCheckpoint}. */

@@ -4,6 +4,7 @@ import io.bluegreen.gate.Color;
 import io.bluegreen.gate.CoordinationState;
 import io.bluegreen.gate.GateProcessFunction;
 import io.bluegreen.gate.GateSinkWrapper;
+import io.bluegreen.gate.GatedSink;
 import io.bluegreen.gate.ManualStateSource;
 import io.bluegreen.gate.Stage;
 import io.bluegreen.gate.WatermarkStage;
@@ -58,6 +59,20 @@ final class SinkHandover {
     interface SinkFor {
         Sink<Long> sink(Color color) throws Exception;
     }
+
+    /** Where the gate goes: places the gate and the sink (uid and name "sink") after {@code s}. */
+    interface Placement {
+        void place(DataStream<Long> s, GateProcessFunction<Long> gate, Sink<Long> sink);
+    }
+
+    /** The gate operator, then the sink as given. */
+    static final Placement OPERATOR = (s, gate, sink) -> GateSinkWrapper.gate(s, gate).sinkTo(sink).uid("sink").name("sink");
+
+    /** The gate inside the sink as given ({@link GatedSink#wrap}; the sink isolated or not by the test). */
+    static final Placement IN_SINK = (s, gate, sink) -> s.sinkTo(GatedSink.wrap(sink, gate)).uid("sink").name("sink");
+
+    /** The documented default: the sink isolated per color with the gate inside ({@link BlueGreenSinks#gated}). */
+    static final Placement GATED = (s, gate, sink) -> s.sinkTo(BlueGreenSinks.gated(sink, gate)).uid("sink").name("sink");
 
     /** The committed output, as "COLOR id" lines, plus damage found while reading it. */
     interface Output {
@@ -142,7 +157,7 @@ final class SinkHandover {
         }
     }
 
-    static JobGraph job(String run, Color color, int n, int paceEvery, Sink<Long> sink, String restoreFrom) {
+    static JobGraph job(String run, Color color, int n, int paceEvery, Sink<Long> sink, String restoreFrom, Placement placement) {
         Configuration conf = new Configuration();
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
@@ -157,8 +172,7 @@ final class SinkHandover {
                 .map(new Pacer(paceEvery)).setParallelism(1).uid("pacer")
                 .rebalance()
                 .map(new Probe(probe)).uid("probe").name("probe");
-        GateSinkWrapper.gate(s, new GateProcessFunction<Long>(color, new ManualStateSource(run)).withHoldTimeout(Duration.ofSeconds(60)))
-                .sinkTo(sink).uid("sink").name("sink");
+        placement.place(s, new GateProcessFunction<Long>(color, new ManualStateSource(run)).withHoldTimeout(Duration.ofSeconds(60)), sink);
         StreamGraph sg = env.getStreamGraph();
         sg.setJobName(run + "-" + color);
         JobGraph jg = sg.getJobGraph();
@@ -216,20 +230,25 @@ final class SinkHandover {
 
     /** The whole handover; never throws for a job failure (it is part of the result). */
     static Result handover(String run, int n, Path savepoints, SinkFor sinks, Output output) throws Exception {
+        return handover(run, n, savepoints, sinks, output, OPERATOR);
+    }
+
+    /** The same with the gate placed by {@code placement} in both colors. */
+    static Result handover(String run, int n, Path savepoints, SinkFor sinks, Output output, Placement placement) throws Exception {
         MiniCluster mc = cluster();
         ManualStateSource.Channel ch = ManualStateSource.channel(run);
         ch.publish(CoordinationState.initial(Color.BLUE, 1000));
         ch.publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, Color.BLUE));
         Result r = new Result(n);
         // Blue: ~3 records per ms, so it runs for several seconds.
-        JobID blue = mc.submitJob(job(run, Color.BLUE, n, 3, sinks.sink(Color.BLUE), null)).get(30, TimeUnit.SECONDS).getJobID();
+        JobID blue = mc.submitJob(job(run, Color.BLUE, n, 3, sinks.sink(Color.BLUE), null, placement)).get(30, TimeUnit.SECONDS).getJobID();
         JobID green = null;
         try {
             waitFor(() -> Probe.min(run + "/BLUE") >= n / 5, 60_000, "blue to pass a fifth of the ids");
             String savepoint = mc.triggerSavepoint(blue, savepoints.toUri().toString(), false, SavepointFormatType.CANONICAL)
                     .get(60, TimeUnit.SECONDS);
             ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_NOT_SET, 0, Color.GREEN));
-            green = mc.submitJob(job(run, Color.GREEN, n, 0, sinks.sink(Color.GREEN), savepoint)).get(30, TimeUnit.SECONDS).getJobID();
+            green = mc.submitJob(job(run, Color.GREEN, n, 0, sinks.sink(Color.GREEN), savepoint, placement)).get(30, TimeUnit.SECONDS).getJobID();
             // W well ahead of blue's progress (blue applies it long before reaching it; the oracle checks).
             long progress = Math.max(Probe.SEEN.get(run + "/BLUE").get(0), Probe.SEEN.get(run + "/BLUE").get(1));
             // Capped so that blue has 40% of the ids left to drop while it is being stopped.
@@ -314,8 +333,11 @@ final class SinkHandover {
         if (res.isSuccess()) {
             return null;
         }
-        return res.getSerializedThrowable().map(t -> t.deserializeError(SinkHandover.class.getClassLoader()))
-                .orElse(new RuntimeException("job ended with " + res.getApplicationStatus()));
+        if (res.getSerializedThrowable().isPresent()) {
+            return res.getSerializedThrowable().get().deserializeError(SinkHandover.class.getClassLoader());
+        }
+        // The job's status, not JobResult's: getApplicationStatus (1.20) became getJobStatus (2.x).
+        return new RuntimeException("job ended with " + mc.getJobStatus(job).get(10, TimeUnit.SECONDS));
     }
 
     private static void cancel(MiniCluster mc, JobID job) {

@@ -6,6 +6,8 @@ import static io.bluegreen.gate.TestRunner.expectThrows;
 import static io.bluegreen.gate.TestRunner.test;
 
 import io.bluegreen.gate.Color;
+import io.bluegreen.gate.GatedSink;
+import io.bluegreen.gate.GatedSinkAccess;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
@@ -123,11 +125,17 @@ public final class SinkIsolationTest {
 
     /** A file handover: {@code sinks} writes under out/, the result is read from the committed part files. */
     static SinkHandover.Result fileHandover(String what, java.util.function.BiFunction<Path, Color, Sink<Long>> sinks) throws Exception {
+        return fileHandover(what, sinks, SinkHandover.OPERATOR);
+    }
+
+    /** The same with the gate placed by {@code placement}. */
+    static SinkHandover.Result fileHandover(String what, java.util.function.BiFunction<Path, Color, Sink<Long>> sinks,
+            SinkHandover.Placement placement) throws Exception {
         String run = SinkHandover.run(what);
         Path dir = Files.createTempDirectory("bluegreen-" + run);
         Path out = Files.createDirectories(dir.resolve("out"));
         Path sp = Files.createDirectories(dir.resolve("savepoints"));
-        SinkHandover.Result r = SinkHandover.handover(run, N, sp, c -> sinks.apply(out, c), () -> SinkHandover.readFiles(out));
+        SinkHandover.Result r = SinkHandover.handover(run, N, sp, c -> sinks.apply(out, c), () -> SinkHandover.readFiles(out), placement);
         System.out.println("     " + what + ": " + r);
         if (!r.clean()) {
             System.out.println("     files: " + SinkHandover.listing(out));
@@ -181,6 +189,64 @@ public final class SinkIsolationTest {
             }
             Sink<Long> once = ColorIsolatedSink.wrap(sinkWith(org.apache.flink.api.connector.sink2.SupportsCommitter.class), Color.BLUE);
             expectThrows(IllegalArgumentException.class, () -> ColorIsolatedSink.wrap(once, Color.BLUE));
+        });
+        test("gated sink: wrap always adds writer state, keeps the committer, refuses extra topologies; BlueGreenSinks.gated isolates first", () -> {
+            io.bluegreen.gate.GateProcessFunction<Long> gate = new io.bluegreen.gate.GateProcessFunction<>(Color.BLUE,
+                    io.bluegreen.gate.StaticStateSource.of(SinkHandover.st(0, io.bluegreen.gate.Stage.RUNNING,
+                            io.bluegreen.gate.WatermarkStage.WATERMARK_NOT_SET, 0, Color.BLUE)));
+            Sink<Long> w = GatedSink.wrap(sinkWith(), gate);
+            check(w instanceof org.apache.flink.api.connector.sink2.SupportsWriterState
+                    && !(w instanceof org.apache.flink.api.connector.sink2.SupportsCommitter), "stateless sink: writer state for the gate: " + w.getClass());
+            w = GatedSink.wrap(sinkWith(org.apache.flink.api.connector.sink2.SupportsWriterState.class,
+                    org.apache.flink.api.connector.sink2.SupportsCommitter.class), gate);
+            check(w instanceof org.apache.flink.api.connector.sink2.SupportsCommitter
+                    && w instanceof org.apache.flink.api.connector.sink2.SupportsWriterState, "both: " + w.getClass());
+            for (Class<?> topology : new Class<?>[] {org.apache.flink.streaming.api.connector.sink2.SupportsPreWriteTopology.class,
+                    org.apache.flink.streaming.api.connector.sink2.SupportsPreCommitTopology.class,
+                    org.apache.flink.streaming.api.connector.sink2.SupportsPostCommitTopology.class}) {
+                IllegalArgumentException e = expectThrows(IllegalArgumentException.class, () -> GatedSink.wrap(sinkWith(topology), gate));
+                check(e.getMessage().contains("GateSinkWrapper.gate"), e.getMessage());
+            }
+            Sink<Long> once = w;
+            expectThrows(IllegalArgumentException.class, () -> GatedSink.wrap(once, gate));
+            // FileSink: its pre-commit topology serves compaction only; without compaction it is taken.
+            org.apache.flink.core.fs.Path fp = new org.apache.flink.core.fs.Path("/tmp/bluegreen-never-written");
+            Sink<Long> files = GatedSink.wrap(FileSink.forRowFormat(fp, new LineEncoder(Color.BLUE)).build(), gate);
+            check(files instanceof org.apache.flink.api.connector.sink2.SupportsCommitter
+                    && !(files instanceof org.apache.flink.streaming.api.connector.sink2.SupportsPreCommitTopology), "FileSink: " + files.getClass());
+            IllegalArgumentException compact = expectThrows(IllegalArgumentException.class, () -> GatedSink.wrap(
+                    BlueGreenSinks.rowFormat(fp, new LineEncoder(Color.BLUE), Color.BLUE)
+                            .enableCompact(FileCompactStrategy.Builder.newBuilder().enableCompactionOnCheckpoint(1).build(), new IdenticalFileCompactor())
+                            .build(), gate));
+            check(compact.getMessage().contains("compaction"), compact.getMessage());
+            // BlueGreenSinks.gated: the color isolation's refusals apply too (FileSink's default rolling policy).
+            org.apache.flink.core.fs.Path p = new org.apache.flink.core.fs.Path("/tmp/bluegreen-never-written");
+            IllegalArgumentException e = expectThrows(IllegalArgumentException.class,
+                    () -> BlueGreenSinks.gated(FileSink.forRowFormat(p, new LineEncoder(Color.BLUE)).build(), gate));
+            check(e.getMessage().contains("OnCheckpointRollingPolicy"), e.getMessage());
+            Sink<Long> tx = BlueGreenSinks.gated(new TxBroker.TxSink("none", BlueGreenSinks.transactionalIdPrefix("orders", Color.BLUE), Color.BLUE), gate);
+            check(tx instanceof GatedSink && tx instanceof org.apache.flink.api.connector.sink2.SupportsCommitter, "gated, isolated: " + tx.getClass());
+        });
+        test("gated sink: state entries round-trip; state of another version is the wrapped sink's own", () -> {
+            io.bluegreen.gate.GateProcessFunction<Long> gate = new io.bluegreen.gate.GateProcessFunction<>(Color.BLUE,
+                    io.bluegreen.gate.StaticStateSource.of(SinkHandover.st(0, io.bluegreen.gate.Stage.RUNNING,
+                            io.bluegreen.gate.WatermarkStage.WATERMARK_NOT_SET, 0, Color.BLUE)));
+            TxBroker.TxSink inner = new TxBroker.TxSink("none", "p-blue", Color.BLUE);
+            @SuppressWarnings("unchecked")
+            SimpleVersionedSerializer<GatedSink.State> ser = ((GatedSink<Long>) GatedSink.wrap(inner, gate)).getWriterStateSerializer();
+            checkEq(GatedSink.STATE_VERSION, ser.getVersion(), "version");
+            SimpleVersionedSerializer<TxBroker.TxState> innerSer = inner.getWriterStateSerializer();
+            // Written by the same sink before the gate moved into it: handed to the wrapped sink.
+            GatedSink.State legacy = ser.deserialize(innerSer.getVersion(), innerSer.serialize(new TxBroker.TxState("p-blue")));
+            checkEq("p-blue", ((TxBroker.TxState) GatedSinkAccess.inner(legacy)).prefix, "legacy state");
+            GatedSink.State again = ser.deserialize(GatedSink.STATE_VERSION, ser.serialize(legacy));
+            checkEq("p-blue", ((TxBroker.TxState) GatedSinkAccess.inner(again)).prefix, "wrapped state round trip");
+            GatedSink.State max = ser.deserialize(GatedSink.STATE_VERSION, ser.serialize(GatedSinkAccess.maxPassed(1234L)));
+            checkEq(1234L, GatedSinkAccess.maxPassedOf(max), "max passed");
+            byte[] rec = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 42};
+            GatedSink.State held = ser.deserialize(GatedSink.STATE_VERSION, ser.serialize(GatedSinkAccess.held(rec)));
+            check(java.util.Arrays.equals(rec, GatedSinkAccess.heldOf(held)), "held record");
+            expectThrows(IOException.class, () -> ser.deserialize(GatedSink.STATE_VERSION, new byte[] {9}));
         });
         test("sink isolation: wrap refuses a transactional sink whose id prefix is shared by both colors", () -> {
             IllegalArgumentException e = expectThrows(IllegalArgumentException.class,
@@ -324,6 +390,23 @@ public final class SinkIsolationTest {
             check(r.clean(), "exactly once, undamaged: " + r);
         });
 
+        test("sink isolation handover (gate in the sink, BlueGreenSinks.gated): FileSink row format, OnCheckpointRollingPolicy: 0/0, no damaged file", () -> {
+            SinkHandover.Result r = fileHandover("row-oncheckpoint-gated", (out, c) -> BlueGreenSinks.rowFormat(flinkPath(out), new LineEncoder(c), c)
+                    .withBucketAssigner(new BasePathBucketAssigner<>()).build(), SinkHandover.GATED);
+            check(r.clean(), "exactly once, undamaged: " + r);
+        });
+        test("sink isolation handover (gate in the sink, BlueGreenSinks.gated): transactional sink (Kafka semantics), per-color prefixes: 0/0, nobody fenced", () -> {
+            TxBroker broker = TxBroker.create(SinkHandover.run("tx-gated"));
+            SinkHandover.Result r = txHandover(broker, false, true, SinkHandover.GATED);
+            check(r.clean(), "exactly once: " + r);
+            checkEq(0, broker.fenced(), "producers fenced (" + broker.fencing() + ")");
+            checkEq(0, broker.foreignCommits(), "transactions committed by the other color's committer (" + broker.fencing() + ")");
+        });
+        test("sink isolation handover (gate in the sink), isolation off (one shared prefix): green fences blue, records lost", () -> {
+            TxBroker broker = TxBroker.create(SinkHandover.run("tx-shared-in-sink"));
+            SinkHandover.Result r = txHandover(broker, false, false, SinkHandover.IN_SINK);
+            check(!r.clean() && r.losses > 0 && broker.fenced() > 0, "the defect must show: " + r + "; " + broker.fencing());
+        });
         test("sink isolation handover: transactional sink (Kafka semantics), isolated, per-color prefixes: 0/0, nobody fenced", () -> {
             TxBroker broker = TxBroker.create(SinkHandover.run("tx-isolated"));
             SinkHandover.Result r = txHandover(broker, true, true);
@@ -345,6 +428,15 @@ public final class SinkIsolationTest {
 
     /** A handover through the broker-backed sink; {@code broker}'s name is the run's. */
     static SinkHandover.Result txHandover(TxBroker broker, boolean isolate, boolean perColorPrefix) throws Exception {
+        return txHandover(broker, isolate, perColorPrefix, SinkHandover.OPERATOR);
+    }
+
+    /**
+     * The same with the gate placed by {@code placement}; with {@link SinkHandover#GATED} the sink is
+     * given raw (BlueGreenSinks.gated isolates it), so {@code isolate} must be false there.
+     */
+    static SinkHandover.Result txHandover(TxBroker broker, boolean isolate, boolean perColorPrefix, SinkHandover.Placement placement)
+            throws Exception {
         String run = broker.name;
         Path sp = Files.createTempDirectory("bluegreen-" + run);
         SinkHandover.Result r = SinkHandover.handover(run, N, sp, c -> {
@@ -355,7 +447,7 @@ public final class SinkIsolationTest {
             SinkHandover.Committed c = new SinkHandover.Committed();
             c.records.addAll(broker.committed());
             return c;
-        });
+        }, placement);
         System.out.println("     " + run + ": " + r + "; broker: " + broker.fencing());
         return r;
     }
