@@ -7,14 +7,13 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
 
-use bluegreen_protocol::Color;
 use jni::JNIEnv;
 use jni::objects::{JByteArray, JClass, JLongArray, JString};
 use jni::sys::{JNI_FALSE, JNI_TRUE, jboolean, jint, jlong, jstring};
 
 use crate::error::Error;
+use crate::inputs;
 use crate::native_gate::NativeGate;
 use crate::watches::{Watches, state_json};
 
@@ -135,8 +134,7 @@ pub extern "system" fn Java_io_bluegreen_gate_JniNative_awaitState<'local>(
     timeout_ms: jlong,
 ) -> jstring {
     guarded(&mut env, std::ptr::null_mut(), |env| {
-        let since = u64::try_from(since_revision).unwrap_or(0);
-        let timeout = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
+        let (since, timeout) = inputs::await_arguments(since_revision, timeout_ms);
         match Watches::global().await_data(watch, since, timeout)? {
             Some(accepted) => Ok(env.new_string(state_json(&accepted))?.into_raw()),
             None => Ok(std::ptr::null_mut()),
@@ -163,8 +161,7 @@ pub extern "system" fn Java_io_bluegreen_gate_JniNative_newGate<'local>(
     color: JString<'local>,
 ) -> jlong {
     guarded(&mut env, 0, |env| {
-        let color = string(env, &color)?;
-        let color: Color = color.parse().map_err(|()| Error::Color(color))?;
+        let color = inputs::color(&string(env, &color)?)?;
         let handle = Watches::global().handle(watch)?;
         let gate = Box::new(Mutex::new(NativeGate::new(&handle, color)));
         Ok(Box::into_raw(gate) as jlong)
@@ -202,16 +199,18 @@ pub extern "system" fn Java_io_bluegreen_gate_JniNative_decideBatch<'local>(
 ) -> jint {
     guarded(&mut env, 0, |env| {
         let gate = native_gate(gate)?;
-        let available = env
-            .get_array_length(&event_times)?
-            .min(env.get_array_length(&out)?);
-        let count = count.clamp(0, available);
+        let count = inputs::batch_count(
+            count,
+            env.get_array_length(&event_times)?,
+            env.get_array_length(&out)?,
+        );
         let mut gate = gate.lock().unwrap_or_else(PoisonError::into_inner);
-        let decided = gate.decide_batch_with(usize::try_from(count).unwrap_or(0), |times| {
+        let decided = gate.decide_batch_with(count, |times| {
             Ok(env.get_long_array_region(&event_times, 0, times)?)
         })?;
         env.set_byte_array_region(&out, 0, decided)?;
-        Ok(count)
+        // `count` is at most an array's length, itself a jint.
+        Ok(jint::try_from(count).unwrap_or(jint::MAX))
     })
 }
 

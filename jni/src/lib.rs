@@ -20,6 +20,7 @@
 
 mod error;
 pub mod ffi;
+pub mod inputs;
 mod native_gate;
 mod watches;
 

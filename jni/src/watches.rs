@@ -248,7 +248,7 @@ impl Watches {
         if !matches!(handle.key, WatchKey::Manual(_)) {
             return Err(Error::NotManual(handle.key.to_string()));
         }
-        let data: BTreeMap<String, String> = serde_json::from_str(json)?;
+        let data = crate::inputs::offered_data(json)?;
         Ok(handle.shared.offer_data(&data).is_ok())
     }
 

@@ -9,6 +9,19 @@ pub enum Error {
         /// The value as received.
         value: String,
     },
+    /// A query string that does not decode: a parameter given twice, a required one missing, or
+    /// one that is not of its type.
+    #[error("query: {message}")]
+    InvalidQuery {
+        /// What is wrong, as the decoder says.
+        message: String,
+    },
+    /// A `color` parameter that is not a color.
+    #[error("color={value:?}: expected BLUE or GREEN")]
+    InvalidColor {
+        /// The value as received.
+        value: String,
+    },
     /// Registering the gate's metrics failed.
     #[error(transparent)]
     Gate(#[from] bluegreen_gate::Error),

@@ -18,9 +18,11 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod request;
 mod server;
 mod wait;
 
 pub use error::Error;
+pub use request::{DecideRequest, StateRequest};
 pub use server::{Sidecar, SidecarOptions, StateBody};
 pub use wait::parse_wait;

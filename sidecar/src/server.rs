@@ -2,14 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Json;
 use axum::Router;
-use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
+use axum::extract::State;
+use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bluegreen_gate::SharedState;
@@ -20,7 +19,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::error::Error;
-use crate::wait::parse_wait;
+use crate::request::{DecideRequest, StateRequest};
 
 /// How a [`Sidecar`] serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +133,9 @@ impl Inner {
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = match self {
-            Error::InvalidWait { .. } => StatusCode::BAD_REQUEST,
+            Error::InvalidWait { .. } | Error::InvalidQuery { .. } | Error::InvalidColor { .. } => {
+                StatusCode::BAD_REQUEST
+            }
             Error::Gate(_) | Error::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         error_response(status, &self.to_string())
@@ -145,24 +146,15 @@ fn error_response(status: StatusCode, message: &str) -> Response {
     (status, Json(serde_json::json!({ "error": message }))).into_response()
 }
 
-#[derive(Debug, Deserialize)]
-struct StateQuery {
-    since: Option<String>,
-    wait: Option<String>,
-}
-
 /// `GET /v1/state?since=REVISION&wait=30000ms`: the last accepted data at once if its revision
 /// differs from `since` (or `since` is absent); otherwise as soon as it changes, or `304` after
 /// `wait`. Without any accepted data yet it waits up to `wait` for the first, then answers `503`.
-async fn get_state(
-    State(sidecar): State<Arc<Inner>>,
-    Query(query): Query<StateQuery>,
-) -> Result<Response, Error> {
-    let wait = match query.wait.as_deref() {
-        Some(wait) => parse_wait(wait)?,
-        None => sidecar.options.default_wait,
-    }
-    .min(sidecar.options.max_wait);
+async fn get_state(State(sidecar): State<Arc<Inner>>, uri: Uri) -> Result<Response, Error> {
+    let query = StateRequest::from_uri(&uri)?;
+    let wait = query
+        .wait
+        .unwrap_or(sidecar.options.default_wait)
+        .min(sidecar.options.max_wait);
     let deadline = tokio::time::Instant::now() + wait;
     let mut data = sidecar.shared.accepted_data();
     let mut shutdown = sidecar.shutdown.subscribe();
@@ -205,12 +197,6 @@ async fn stopping(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stopping| *stopping).await;
 }
 
-#[derive(Debug, Deserialize)]
-struct DecideQuery {
-    color: Option<String>,
-    ts: i64,
-}
-
 /// What `GET /v1/decide` answers.
 #[derive(Debug, Serialize)]
 struct DecideBody {
@@ -224,20 +210,13 @@ struct DecideBody {
 
 /// `GET /v1/decide?color=BLUE&ts=123`: the decision a gate of that color would take now, for
 /// debugging (counted nowhere: the sidecar has no gates of its own).
-async fn get_decide(
-    State(sidecar): State<Arc<Inner>>,
-    Query(query): Query<DecideQuery>,
-) -> Response {
-    let color = match query.color.as_deref() {
-        Some(text) => match Color::from_str(text) {
-            Ok(color) => color,
-            Err(()) => {
-                return error_response(
-                    StatusCode::BAD_REQUEST,
-                    &format!("color={text:?}: expected {}", Color::EXPECTED),
-                );
-            }
-        },
+async fn get_decide(State(sidecar): State<Arc<Inner>>, uri: Uri) -> Response {
+    let query = match DecideRequest::from_uri(&uri) {
+        Ok(query) => query,
+        Err(error) => return error.into_response(),
+    };
+    let color = match query.color {
+        Some(color) => color,
         None => match sidecar.options.color {
             Some(color) => color,
             None => {
