@@ -10,18 +10,37 @@ import java.util.Map;
  * {@code LinkedHashMap<String,Object>}, arrays {@code ArrayList<Object>}, strings {@code String},
  * numbers {@link Number} as {@code java.math.BigDecimal}, {@code true}/{@code false}
  * {@code Boolean}, {@code null} {@code null}. Used for the sidecar's responses and the test vectors.
+ *
+ * <p>It reads what the Rust side (serde_json) reads, and refuses what it refuses: at most
+ * {@value #MAX_DEPTH} levels of nesting, numbers within the range of a double, Unicode escapes
+ * of exactly four hex digits with surrogates in pairs, no duplicate member names. Checked on every
+ * case of {@code protocol/vectors/json-cases.json} ({@code JsonCasesTest}).
  */
 public final class Json {
-    private final String s;
-    private int i;
+    /** The deepest nesting of arrays and objects read (serde_json's limit: 128 levels fail). */
+    public static final int MAX_DEPTH = 127;
 
-    private Json(String s) {
+    private final String s;
+    private final int maxDepth;
+    private int i;
+    private int depth;
+
+    private Json(String s, int maxDepth) {
         this.s = s;
+        this.maxDepth = maxDepth;
     }
 
     /** Parses one JSON document. */
     public static Object parse(String text) {
-        Json p = new Json(text);
+        return parse(text, MAX_DEPTH);
+    }
+
+    /**
+     * Parses one JSON document nested at most {@code maxDepth} levels deep (for test files that
+     * describe deeply nested documents; everything the gate reads goes through {@link #parse(String)}).
+     */
+    static Object parse(String text, int maxDepth) {
+        Json p = new Json(text, maxDepth);
         p.ws();
         Object v = p.value();
         p.ws();
@@ -112,12 +131,20 @@ public final class Json {
         return v;
     }
 
+    private void enter() {
+        if (++depth > maxDepth) {
+            throw error("nested deeper than " + maxDepth + " levels");
+        }
+    }
+
     private Map<String, Object> object() {
+        enter();
         Map<String, Object> m = new LinkedHashMap<>();
         i++;
         ws();
         if (peek() == '}') {
             i++;
+            depth--;
             return m;
         }
         while (true) {
@@ -137,6 +164,7 @@ public final class Json {
             ws();
             char c = next();
             if (c == '}') {
+                depth--;
                 return m;
             }
             if (c != ',') {
@@ -146,11 +174,13 @@ public final class Json {
     }
 
     private List<Object> array() {
+        enter();
         List<Object> l = new ArrayList<>();
         i++;
         ws();
         if (peek() == ']') {
             i++;
+            depth--;
             return l;
         }
         while (true) {
@@ -159,6 +189,7 @@ public final class Json {
             ws();
             char c = next();
             if (c == ']') {
+                depth--;
                 return l;
             }
             if (c != ',') {
@@ -193,20 +224,46 @@ public final class Json {
                 case 'r': b.append('\r'); break;
                 case 't': b.append('\t'); break;
                 case 'u':
-                    if (i + 4 > s.length()) {
-                        throw error("short \\u escape");
+                    char unit = hex4();
+                    if (Character.isLowSurrogate(unit)) {
+                        throw error("lone trailing surrogate in \\u escape");
                     }
-                    try {
-                        b.append((char) Integer.parseInt(s.substring(i, i + 4), 16));
-                    } catch (NumberFormatException ex) {
-                        throw error("bad \\u escape");
+                    if (Character.isHighSurrogate(unit)) {
+                        // Only a pair makes a character (serde_json refuses a lone half).
+                        if (!s.startsWith("\\u", i)) {
+                            throw error("lone leading surrogate in \\u escape");
+                        }
+                        i += 2;
+                        char low = hex4();
+                        if (!Character.isLowSurrogate(low)) {
+                            throw error("lone leading surrogate in \\u escape");
+                        }
+                        b.append(unit);
+                        unit = low;
                     }
-                    i += 4;
+                    b.append(unit);
                     break;
                 default:
                     throw error("bad escape \\" + e);
             }
         }
+    }
+
+    /** The four hex digits of a Unicode escape (backslash, u) (ASCII digits and letters only). */
+    private char hex4() {
+        if (i + 4 > s.length()) {
+            throw error("short \\u escape");
+        }
+        int v = 0;
+        for (int k = 0; k < 4; k++) {
+            int d = Character.digit(s.charAt(i + k), 16);
+            if (d < 0 || s.charAt(i + k) > 'f') {
+                throw error("bad \\u escape");
+            }
+            v = v * 16 + d;
+        }
+        i += 4;
+        return (char) v;
     }
 
     private Number number() {
@@ -244,7 +301,18 @@ public final class Json {
                 i++;
             }
         }
-        return new java.math.BigDecimal(s.substring(start, i));
+        java.math.BigDecimal n;
+        try {
+            n = new java.math.BigDecimal(s.substring(start, i));
+        } catch (NumberFormatException ex) {
+            i = start;
+            throw error("number out of range");
+        }
+        if (Double.isInfinite(n.doubleValue())) {
+            i = start;
+            throw error("number out of range");
+        }
+        return n;
     }
 
     private char peek() {

@@ -26,5 +26,6 @@ final class JsonTest {
             Map<String, String> m = new java.util.TreeMap<>(Map.of("k\"", "v\\\n", "x", ""));
             checkEq(m, ProtocolVectorsTest.strings(Json.parse(Json.writeStringMap(m))), "round trip");
         });
+        JsonCasesTest.register();
     }
 }
