@@ -11,6 +11,16 @@ pub enum Error {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// Like [`Error::InvalidSpec`], for a field whose path is known only at run time (a template
+    /// field the upstream FlinkDeployment schema refuses, `metadata.name`); nothing that runs was
+    /// changed.
+    #[error("invalid spec: `{field}` {message}")]
+    InvalidField {
+        /// The offending field, as a JSON path.
+        field: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// A Kubernetes API call failed.
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
@@ -56,7 +66,7 @@ impl Error {
     /// A short label for metrics.
     pub fn metric_label(&self) -> &'static str {
         match self {
-            Self::InvalidSpec { .. } => "invalid_spec",
+            Self::InvalidSpec { .. } | Self::InvalidField { .. } => "invalid_spec",
             Self::Kube(_) => "kube",
             Self::FlinkRest { .. } => "flink_rest",
             Self::Coordination { .. } => "coordination",

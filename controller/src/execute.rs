@@ -241,6 +241,23 @@ async fn write_configmap(
     Ok(())
 }
 
+/// The `action` of the event carrying `message`: `Reconcile/` and a digest of the message. kube's
+/// `Recorder` folds events with the same reason and action into one series (client-go's key has
+/// the note too), so without the digest a new message under an old reason, such as a second
+/// invalid field within 6 minutes, would only raise the count of the old event and never show.
+fn event_action(message: &str) -> String {
+    use sha2::{Digest as _, Sha256};
+    let digest = Sha256::digest(message);
+    digest
+        .iter()
+        .take(4)
+        .fold(String::from("Reconcile/"), |mut action, b| {
+            use std::fmt::Write as _;
+            write!(action, "{b:02x}").expect("writing to a String cannot fail");
+            action
+        })
+}
+
 /// Publishes `notes` as Kubernetes Events about `fbgd` (best effort: failures are logged).
 pub(crate) async fn publish(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, notes: &[Note]) {
     let reference = fbgd.object_ref(&());
@@ -253,11 +270,29 @@ pub(crate) async fn publish(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, note
             },
             reason: note.reason.to_owned(),
             note: Some(note.message.chars().take(1000).collect()),
-            action: "Reconcile".into(),
+            action: event_action(&note.message),
             secondary: None,
         };
         if let Err(e) = ctx.recorder.publish(&event, &reference).await {
             tracing::warn!(error = %e, reason = note.reason, "could not publish event");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event_action;
+
+    #[test]
+    fn each_message_gets_its_own_event_series_and_a_repeat_joins_it() {
+        let a = event_action("`spec.template.spec.job.parallelism` must be at least 1");
+        let b = event_action("`spec.template.spec.mode` is \"cluster\"");
+        assert_ne!(a, b, "a new message is a new event");
+        assert_eq!(
+            a,
+            event_action("`spec.template.spec.job.parallelism` must be at least 1"),
+            "a repeat raises the count of the same event"
+        );
+        assert!(a.starts_with("Reconcile/") && a.len() <= 128, "{a}");
     }
 }

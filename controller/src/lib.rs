@@ -7,6 +7,7 @@
 //! [`handover::Plan`], [`reconcile`] wires them into a kube-runtime `Controller`.
 #![forbid(unsafe_code)]
 
+pub mod checks;
 pub mod child;
 pub mod conditions;
 pub mod context;
@@ -25,7 +26,7 @@ pub mod resource;
 pub mod server;
 pub mod settings;
 
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 mod fixtures;
 
 pub use error::{Error, Result};

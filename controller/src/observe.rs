@@ -6,13 +6,13 @@ use kube::ResourceExt;
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;
 
+use crate::checks::settings_for_plan;
 use crate::child::{ANNOTATION_TEMPLATE_HASH, child_name, spec_hash};
 use crate::context::{ACTION_ANNOTATION, Context, flink_deployment_resource};
 use crate::error::{Error, Result};
 use crate::flink_rest::FlinkRest;
 use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, ManualAction, Observed};
 use crate::resource::{FlinkBlueGreenDeployment, Phase};
-use crate::settings::validate;
 
 /// Observes one resource. REST failures are not errors: that child's `flink` is `None` and the
 /// plan waits.
@@ -22,10 +22,7 @@ pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<O
         .ok_or(Error::MissingMetadata("namespace"))?;
     let name = fbgd.name_any();
     let status = fbgd.status.clone().unwrap_or_default();
-    let settings = validate(&fbgd.spec).map_err(|e| match e {
-        Error::InvalidSpec { field, message } => (field.to_owned(), message),
-        other => (String::new(), other.to_string()),
-    });
+    let settings = settings_for_plan(&name, &fbgd.spec);
     let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
     let configmap = match configmaps.get_opt(&configmap_name(&name)).await? {
         None => ConfigMapObs::Absent,

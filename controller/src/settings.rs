@@ -175,16 +175,32 @@ fn invalid(field: &'static str, fix: &'static str) -> Error {
     }
 }
 
-/// Parses a non-negative duration such as `90s`, `10m`, `1h30m` or `PT10M`.
+/// The longest duration a spec may give: 7 days. Anything longer is a slip (`10000h` for
+/// `10000ms`) that would keep a handover waiting, or a job running twice, for longer than anyone
+/// watches it, and backoffs that double per attempt stay far from overflowing.
+pub const MAX_DURATION: Duration = Duration::from_hours(7 * 24);
+
+/// Parses a non-negative duration, at most [`MAX_DURATION`], such as `90s`, `10m`, `1h30m` or
+/// `PT10M`.
 fn duration(field: &'static str, text: &str) -> Result<Duration, Error> {
     let parsed: jiff::SignedDuration = text.parse().map_err(|e| Error::InvalidSpec {
         field,
         message: format!("{text:?} is not a duration ({e}); write e.g. 30s, 10m or 1h30m"),
     })?;
-    Duration::try_from(parsed).map_err(|_| Error::InvalidSpec {
+    let duration = Duration::try_from(parsed).map_err(|_| Error::InvalidSpec {
         field,
         message: format!("{text:?} is negative; durations must be >= 0"),
-    })
+    })?;
+    if duration > MAX_DURATION {
+        return Err(Error::InvalidSpec {
+            field,
+            message: format!(
+                "{text:?} is longer than {}h; durations must be at most 7 days (e.g. 30s, 10m, 24h)",
+                MAX_DURATION.as_secs() / 3600
+            ),
+        });
+    }
+    Ok(duration)
 }
 
 #[cfg(test)]

@@ -118,13 +118,7 @@ pub fn plan(obs: &Observed) -> Plan {
         return p.finish(None);
     }
     match &obs.settings {
-        Err((field, message)) => {
-            p.health.degraded(
-                "InvalidSpec",
-                format!("`{field}` {message}; the running job is left untouched"),
-            );
-            p.requeue = STEADY_REQUEUE;
-        }
+        Err((field, message)) => p.invalid_spec(field, message),
         Ok(settings) => match p.status.transition.clone() {
             None => p.steady(settings),
             Some(t) => p.drive(settings, &t),
@@ -268,7 +262,10 @@ impl Planner<'_> {
             ),
             Some(child) if template_changed && !already_failed => {
                 let child = child.clone();
-                self.start_handover(settings, active, &child);
+                match self.toggle_in_past(settings, &child) {
+                    Some(why) => self.invalid_spec("spec.coordination.toggle.value", &why),
+                    None => self.start_handover(settings, active, &child),
+                }
             }
             Some(child) => {
                 if !template_changed && child.spec_job_state.as_deref() != Some(&self.obs.wanted_job_state) {
@@ -285,6 +282,54 @@ impl Planner<'_> {
                 self.health.ready = child.running() || self.obs.wanted_job_state == "suspended";
             }
         }
+    }
+
+    /// `Degraded/InvalidSpec` naming the field and the fix, with a Warning event when the
+    /// message is new (not again on every resync). Nothing that runs is touched.
+    fn invalid_spec(&mut self, field: &str, message: &str) {
+        let message = format!("`{field}` {message}; the running job is left untouched");
+        let reported =
+            self.obs.status.conditions.iter().any(|c| {
+                c.type_ == "Degraded" && c.reason == "InvalidSpec" && c.message == message
+            });
+        if !reported {
+            self.note(true, "InvalidSpec", message.clone());
+        }
+        self.health.degraded("InvalidSpec", message);
+        self.requeue = STEADY_REQUEUE;
+    }
+
+    /// Why `coordination.toggle.value` cannot be the next W: it is not after the live job's
+    /// progress (its gates' highest passed event time or watermark) or not above the floor.
+    /// Such a handover would abort only after the incoming job ran, so it is not started.
+    fn toggle_in_past(&self, settings: &Settings, live: &ChildObs) -> Option<String> {
+        let ToggleRule::Value(w) = settings.toggle else {
+            return None;
+        };
+        let progress = live
+            .flink
+            .as_ref()
+            .and_then(|f| f.gates.as_ref())
+            .and_then(|g| g.max_passed().max(g.watermark()));
+        let mut past = Vec::new();
+        if let Some(progress) = progress.filter(|p| w <= *p) {
+            past.push(format!(
+                "the running job's progress {progress} (its gates' highest passed event time or watermark)"
+            ));
+        }
+        if let Some(floor) = self.status.floor.filter(|f| w <= *f) {
+            past.push(format!("the floor {floor} (the W of the last handover)"));
+        }
+        if w == i64::MIN {
+            past.push("every event time".to_owned());
+        }
+        (!past.is_empty()).then(|| {
+            format!(
+                "{w} is not after {}: W must be later than every record the running job may \
+                 already have emitted; set a later value (epoch milliseconds), or use `offset`",
+                past.join(" nor ")
+            )
+        })
     }
 
     /// Step 10: a new epoch, RUNNING without a floor.
