@@ -31,6 +31,7 @@ const CANARY: &str = "capture-canary-5d2b";
 const SECRET_VALUE: &str = "bluegreen-secret-value-7c1e9f0a";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines, reason = "one scenario, step by step")]
 async fn no_token_or_secret_value_appears_in_any_log() -> anyhow::Result<()> {
     capture_logs(LOG_FILTER);
     let bed = Bed::start(INSTALL_NAMESPACE, &install_objects(INSTALL_NAMESPACE), true).await?;

@@ -414,7 +414,11 @@ impl Bed {
                 let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
                     Api::namespaced(self.admin.clone(), NAMESPACE);
                 self.fbgds().get_opt(JOB).await?.is_none()
-                    && children.list(&ListParams::default()).await?.items.is_empty()
+                    && children
+                        .list(&ListParams::default())
+                        .await?
+                        .items
+                        .is_empty()
                     && cms
                         .get_opt(&bluegreen_protocol::configmap_name(JOB))
                         .await?
