@@ -298,7 +298,10 @@ async fn metrics_and_decide_show_the_applied_state() {
     // A query that does not decode is a JSON 400 too, naming the parameter.
     let (status, bad) = decide("color=BLUE&ts=soon").await;
     assert_eq!(status, 400);
-    assert!(bad["error"].as_str().is_some_and(|e| e.contains("ts")), "{bad}");
+    assert!(
+        bad["error"].as_str().is_some_and(|e| e.contains("ts")),
+        "{bad}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -79,7 +79,10 @@ impl std::fmt::Debug for LocalFlinkOptions {
             .field("namespace", &self.namespace)
             .field("rest_port", &self.rest_port)
             .field("snapshot_dir", &self.snapshot_dir)
-            .field("gate_client", &self.gate_client.as_ref().map(|_| "kube::Client"))
+            .field(
+                "gate_client",
+                &self.gate_client.as_ref().map(|_| "kube::Client"),
+            )
             .finish()
     }
 }
