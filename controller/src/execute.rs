@@ -48,6 +48,22 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
                     .patch(&child_name(&name, *color), &params, &Patch::Apply(&body))
                     .await?;
             }
+            Action::RepairChild {
+                color,
+                spec,
+                template_hash,
+                restore_path,
+            } => {
+                // The child as the spec that last ran well renders it, for the incoming color.
+                let mut repaired = Box::new(fbgd.clone());
+                repaired.spec = (**spec).clone();
+                apply_gate_rbac(ctx, &repaired, &namespace, *color).await?;
+                let body = child_body(&repaired, *color, template_hash, Some(restore_path))?;
+                let params = PatchParams::apply(FIELD_MANAGER).force();
+                children
+                    .patch(&child_name(&name, *color), &params, &Patch::Apply(&body))
+                    .await?;
+            }
             Action::DeleteChild(color) => {
                 delete_if_present(&children, &child_name(&name, *color)).await?;
             }

@@ -54,6 +54,7 @@ pub fn observed() -> Observed {
         blue: None,
         green: None,
         action: None,
+        spec: spec("local:///job.jar"),
     }
 }
 

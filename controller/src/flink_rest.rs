@@ -58,22 +58,33 @@ impl FlinkRest {
 
     /// Everything `plan` needs about job `job_id`; `savepoint_trigger` is polled when given.
     pub async fn observe(&self, job_id: &str, savepoint_trigger: Option<&str>) -> Result<FlinkObs> {
-        let checkpoints: Checkpoints = self
-            .get_typed(&format!("/jobs/{job_id}/checkpoints"))
-            .await?;
+        let checkpoints = self.checkpoints(job_id).await?;
         let savepoint = match savepoint_trigger {
             Some(trigger) => Some(self.savepoint_status(job_id, trigger).await?),
             None => None,
         };
         let gates = self.gates(job_id).await?;
         Ok(FlinkObs {
+            savepoint,
+            gates,
+            ..checkpoints
+        })
+    }
+
+    /// The completed checkpoints of `job_id` and the latest one's path (only those fields are
+    /// set). Flink answers for a job that has ended too, so a FAILED job names the checkpoint it
+    /// would resume from.
+    pub async fn checkpoints(&self, job_id: &str) -> Result<FlinkObs> {
+        let checkpoints: Checkpoints = self
+            .get_typed(&format!("/jobs/{job_id}/checkpoints"))
+            .await?;
+        Ok(FlinkObs {
             checkpoints_completed: checkpoints.counts.completed,
             latest_checkpoint: checkpoints
                 .latest
                 .and_then(|l| l.completed)
                 .and_then(|c| c.external_path),
-            savepoint,
-            gates,
+            ..FlinkObs::default()
         })
     }
 

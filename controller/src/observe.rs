@@ -40,13 +40,22 @@ pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<O
         };
         t.from.zip(id)
     });
+    // The incoming job after W is set: a forward repair needs its latest checkpoint even once
+    // it has FAILED.
+    let incoming_after_w = status
+        .transition
+        .as_ref()
+        .filter(|t| t.phase == Phase::ToggleSet)
+        .map(|t| t.to);
     let mut children = [None, None];
     for (slot, color) in children.iter_mut().zip([Color::Blue, Color::Green]) {
         let savepoint = trigger
             .as_ref()
             .filter(|(c, _)| *c == color)
             .map(|(_, id)| id.as_str());
-        *slot = observe_child(ctx, &namespace, &child_name(&name, color), savepoint).await?;
+        let child = child_name(&name, color);
+        let failed_checkpoints = incoming_after_w == Some(color);
+        *slot = observe_child(ctx, &namespace, &child, savepoint, failed_checkpoints).await?;
     }
     let [blue, green] = children;
     let job = &fbgd.spec.template.spec.job;
@@ -66,6 +75,7 @@ pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<O
             .annotations()
             .get(ACTION_ANNOTATION)
             .and_then(|v| ManualAction::parse(v)),
+        spec: fbgd.spec.clone(),
     })
 }
 
@@ -74,6 +84,7 @@ async fn observe_child(
     namespace: &str,
     name: &str,
     savepoint: Option<&str>,
+    failed_checkpoints: bool,
 ) -> Result<Option<ChildObs>> {
     let api: Api<DynamicObject> =
         Api::namespaced_with(ctx.client.clone(), namespace, &flink_deployment_resource());
@@ -106,6 +117,9 @@ async fn observe_child(
                 savepoint: Some(s),
                 ..FlinkObs::default()
             })
+    } else if failed_checkpoints && obs.failed() {
+        // Flink keeps an ended job's checkpoint statistics: its own latest checkpoint.
+        rest.checkpoints(&job_id).await
     } else {
         return Ok(Some(obs));
     };

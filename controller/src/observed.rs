@@ -4,7 +4,7 @@
 use bluegreen_protocol::{Color, CoordinationState, GateReport};
 use jiff::Timestamp;
 
-use crate::resource::FlinkBlueGreenDeploymentStatus;
+use crate::resource::{FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus};
 use crate::settings::Settings;
 
 /// A manual operation requested with the `bluegreen.dev/action` annotation.
@@ -195,6 +195,8 @@ pub struct Observed {
     pub green: Option<ChildObs>,
     /// A pending manual operation.
     pub action: Option<ManualAction>,
+    /// The spec, recorded in the status when its template is deployed.
+    pub spec: FlinkBlueGreenDeploymentSpec,
 }
 
 impl Observed {

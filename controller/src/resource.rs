@@ -181,6 +181,8 @@ pub struct Coordination {
     pub savepoint: SavepointPolicy,
     /// What happens to the jobs when the resource is deleted.
     pub on_delete: DeletionPolicy,
+    /// Automatic forward repair of an incoming job that fails for good after W is set.
+    pub forward_repair: ForwardRepairPolicy,
 }
 
 impl Default for Coordination {
@@ -194,6 +196,7 @@ impl Default for Coordination {
             health: HealthRequirements::default(),
             savepoint: SavepointPolicy::default(),
             on_delete: DeletionPolicy::Delete,
+            forward_repair: ForwardRepairPolicy::default(),
         }
     }
 }
@@ -259,6 +262,29 @@ impl Default for HealthRequirements {
         Self {
             min_checkpoints: 1,
             max_lag: None,
+        }
+    }
+}
+
+/// Automatic forward repair: once W is set the outgoing job has dropped the records above it, so
+/// an incoming job that fails for good is never aborted; after `grace` the controller redeploys
+/// it with the template that last ran well (the outgoing job's) from the incoming job's own
+/// latest checkpoint (docs/controller.md, "Forward repair").
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ForwardRepairPolicy {
+    /// Repair automatically (default). `false`: wait for a person to change the template.
+    pub enabled: bool,
+    /// How long the incoming job stays FAILED before it is repaired (a duration such as `2m`);
+    /// a template change within it is applied instead.
+    pub grace: String,
+}
+
+impl Default for ForwardRepairPolicy {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            grace: "2m".into(),
         }
     }
 }
@@ -329,6 +355,11 @@ pub struct FlinkBlueGreenDeploymentStatus {
     /// `savepointRedeployNonce` of the template the active child runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployed_redeploy_nonce: Option<i64>,
+    /// The spec the active child was rendered from, recorded with `deployedTemplateHash`: the
+    /// template that last ran well, which forward repair redeploys a failed incoming job with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "recorded_spec_schema")]
+    pub deployed_spec: Option<FlinkBlueGreenDeploymentSpec>,
     /// Hash of a template whose handover was aborted: not retried until the template changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_template_hash: Option<String>,
@@ -341,6 +372,16 @@ pub struct FlinkBlueGreenDeploymentStatus {
     /// The last handovers, newest first (at most 10).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<TransitionRecord>,
+}
+
+/// `status.deployedSpec` is written by the controller alone, as a copy of a spec the API server
+/// has validated: the CRD keeps it as an object instead of repeating the spec's whole schema.
+fn recorded_spec_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "nullable": true,
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
 }
 
 /// A handover in progress.
@@ -392,6 +433,37 @@ pub struct Transition {
     /// were idle.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub past_w_by_idleness: Vec<Color>,
+    /// The incoming job failed for good after W was set: its forward repair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_repair: Option<ForwardRepair>,
+}
+
+/// The forward repair of an incoming job that failed for good after W was set. Written before
+/// each of its steps, so a restarted controller repeats the step it was at.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForwardRepair {
+    /// When the controller first saw the incoming job FAILED (RFC 3339); the grace runs from here.
+    pub failed_since: String,
+    /// The failed job's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_job_id: Option<String>,
+    /// Why it failed (`status.error` of its FlinkDeployment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When the redeploy was decided (RFC 3339); absent while the grace runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// Hash of the template the incoming child is redeployed with: the outgoing job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_hash: Option<String>,
+    /// The failed incoming job's own latest completed checkpoint, which it resumes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_path: Option<String>,
+    /// The Flink operator has redeployed the incoming job since (it left FAILED, or has a new
+    /// job id); a failure after that is not repaired again.
+    #[serde(default)]
+    pub redeployed: bool,
 }
 
 /// A job whose gates' watermark has not passed W yet.
@@ -514,6 +586,10 @@ pub struct TransitionRecord {
     /// The colors whose gates counted as past W only because all their inputs were idle.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub past_w_by_idleness: Vec<Color>,
+    /// The incoming job was repaired forward: it runs the outgoing job's template, not the one
+    /// the handover was for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_repair: Option<ForwardRepair>,
     /// Start (RFC 3339).
     pub started_at: String,
     /// End (RFC 3339).

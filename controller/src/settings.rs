@@ -31,6 +31,8 @@ pub struct Settings {
     pub savepoint_timeout: Duration,
     /// `coordination.onDelete`.
     pub on_delete: DeletionPolicy,
+    /// `coordination.forwardRepair.grace` when `forwardRepair.enabled` (`None`: off).
+    pub forward_repair: Option<Duration>,
 }
 
 /// How W is chosen.
@@ -138,6 +140,11 @@ pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<Settings, Error> 
         savepoint_backoff: duration("spec.coordination.savepoint.backoff", &c.savepoint.backoff)?,
         savepoint_timeout: duration("spec.coordination.savepoint.timeout", &c.savepoint.timeout)?,
         on_delete: c.on_delete,
+        forward_repair: Some(duration(
+            "spec.coordination.forwardRepair.grace",
+            &c.forward_repair.grace,
+        )?)
+        .filter(|_| c.forward_repair.enabled),
     })
 }
 
@@ -283,6 +290,27 @@ mod tests {
         s = spec("local:///job.jar");
         s.template.spec.job.state = Some("paused".into());
         assert_eq!(field_of(validate(&s)), "spec.template.spec.job.state");
+    }
+
+    #[test]
+    fn forward_repair_is_on_after_two_minutes_by_default_and_its_grace_is_checked_even_when_off() {
+        let s = spec("local:///job.jar");
+        assert_eq!(
+            validate(&s).expect("valid").forward_repair,
+            Some(Duration::from_mins(2))
+        );
+        let mut off = s.clone();
+        off.coordination.forward_repair.enabled = false;
+        assert_eq!(validate(&off).expect("valid").forward_repair, None);
+        for grace in ["soon", "-1m"] {
+            let mut bad = off.clone();
+            bad.coordination.forward_repair.grace = grace.into();
+            assert_eq!(
+                field_of(validate(&bad)),
+                "spec.coordination.forwardRepair.grace",
+                "{grace}"
+            );
+        }
     }
 
     #[test]

@@ -399,7 +399,10 @@ async fn server_side_apply_that_creates_also_needs_create() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[allow(clippy::too_many_lines, reason = "one escalation scenario, step by step")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one escalation scenario, step by step"
+)]
 async fn roles_and_bindings_cannot_grant_more_than_their_writer_holds() {
     let server = rbac_server().await;
     let client = service_account(&server, "manager");

@@ -15,15 +15,18 @@ use crate::observed::{
 };
 use crate::resource::WatermarkWait;
 use crate::resource::{
-    FlinkBlueGreenDeploymentStatus, OutgoingStop, Phase, RestoreFrom, Transition, TransitionRecord,
+    FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus, OutgoingStop, Phase, RestoreFrom,
+    Transition, TransitionRecord,
 };
 use crate::settings::{Settings, ToggleRule};
+
+use repair::{repaired, summary};
 
 /// How many finished handovers the status keeps.
 pub const HISTORY_LEN: usize = 10;
 
 /// One side effect, executed in order after the status is written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Move the coordination ConfigMap to this state (checked with `check_transition`, guarded by
     /// the observed resourceVersion).
@@ -37,6 +40,21 @@ pub enum Action {
         template_hash: String,
         /// `initialSavepointPath` of the child.
         restore_path: Option<String>,
+    },
+    /// Forward repair: server-side apply the child of `color` rendered from `spec` — the spec
+    /// the outgoing child runs (`status.deployedSpec`, the template that last ran well) with
+    /// upgrade mode `last-state` — with `initialSavepointPath` = `restore_path`, the failed job's
+    /// own latest checkpoint. The Flink operator redeploys the failed job from its latest
+    /// checkpoint; never from the handover's starting state.
+    RepairChild {
+        /// The incoming child's color.
+        color: Color,
+        /// What to render the child from.
+        spec: Box<FlinkBlueGreenDeploymentSpec>,
+        /// The hash of that template (the outgoing child's), recorded on the repaired child.
+        template_hash: String,
+        /// The failed incoming job's own latest completed checkpoint.
+        restore_path: String,
     },
     /// Delete the child of `color`.
     DeleteChild(Color),
@@ -273,7 +291,7 @@ impl Planner<'_> {
                 }
                 if child.failed() {
                     self.health.degraded("ActiveJobFailed", child.error.clone().unwrap_or_else(|| "the active job failed".into()));
-                } else if already_failed && template_changed {
+                } else if already_failed && template_changed && !self.repaired_degraded() {
                     self.health.degraded(
                         "HandoverAborted",
                         "the last handover to this template was aborted; change the template to try again".into(),
@@ -371,6 +389,7 @@ impl Planner<'_> {
             stop: OutgoingStop::default(),
             waiting_for_watermarks: Vec::new(),
             past_w_by_idleness: Vec::new(),
+            forward_repair: None,
         });
         self.note(
             false,
@@ -412,6 +431,7 @@ impl Planner<'_> {
             stop: OutgoingStop::default(),
             waiting_for_watermarks: Vec::new(),
             past_w_by_idleness: Vec::new(),
+            forward_repair: None,
         });
         self.note(
             false,
@@ -522,6 +542,7 @@ impl Planner<'_> {
         if child.running() {
             self.status.active_color = Some(t.to);
             self.status.deployed_template_hash = Some(hash);
+            self.status.deployed_spec = Some(self.obs.spec.clone());
             self.status.deployed_redeploy_nonce = t.redeploy_nonce;
             self.finish_transition("Deployed", None);
             self.note(
@@ -802,6 +823,8 @@ impl Planner<'_> {
             let hash = self.obs.template_hash.clone();
             self.transition().template_hash.clone_from(&hash);
             self.transition().redeploy_nonce = self.obs.redeploy_nonce;
+            // A person's template replaces a forward repair (pending or under way).
+            self.transition().forward_repair = None;
             self.apply(t.to, None);
             self.note(false, "IncomingUpdatedInPlace", "W is set, so the handover can only go forward: the incoming job is updated in place from its own state");
             return;
@@ -816,14 +839,7 @@ impl Planner<'_> {
             );
             return;
         };
-        if incoming.failed() {
-            self.health.degraded(
-                "IncomingFailedAfterToggle",
-                format!(
-                    "the incoming job failed after W = {w} was set ({}); the outgoing job still emits t <= W and nothing is lost; change the template to redeploy the incoming job in place from its own state",
-                    incoming.error.unwrap_or_default()
-                ),
-            );
+        if self.forward_repair(settings, &t, &incoming) {
             return;
         }
         let flink = incoming.flink.clone().unwrap_or_default();
@@ -910,8 +926,30 @@ impl Planner<'_> {
         }
         self.transition().past_w_by_idleness = idle;
         self.status.active_color = Some(t.to);
-        self.status.deployed_template_hash = Some(t.template_hash.clone());
-        self.status.deployed_redeploy_nonce = t.redeploy_nonce;
+        if let Some(repair) = repaired(t) {
+            // The incoming child runs the outgoing job's template: that is what is deployed, and
+            // the template of this handover is not retried until it changes.
+            self.status
+                .deployed_template_hash
+                .clone_from(&repair.template_hash);
+            self.status.failed_template_hash = Some(t.template_hash.clone());
+            self.note(
+                false,
+                "ForwardRepaired",
+                format!(
+                    "{} promoted at W = {w} after its forward repair: it runs the outgoing job's template {}, not {}; change the template to try again",
+                    t.to,
+                    repair.template_hash.as_deref().unwrap_or("?"),
+                    t.template_hash
+                ),
+            );
+        } else {
+            // Promotion waits in ToggleSet, which applies a template change first: the observed
+            // spec is the one this handover deployed.
+            self.status.deployed_template_hash = Some(t.template_hash.clone());
+            self.status.deployed_spec = Some(self.obs.spec.clone());
+            self.status.deployed_redeploy_nonce = t.redeploy_nonce;
+        }
         self.transition().waiting_for_watermarks.clear();
         self.set_phase(Phase::ClearToTeardown);
         self.note(false, "Promoted", format!("{} promoted at W = {w}", t.to));
@@ -972,6 +1010,7 @@ impl Planner<'_> {
                 format!("{} is the only job{stopped}", t.to),
             );
             self.health.ready = true;
+            self.repaired_degraded();
             return;
         };
         if outgoing.deleting {
@@ -1189,6 +1228,8 @@ impl Planner<'_> {
         }
         let now = self.now();
         let started = t.started_at.parse::<Timestamp>().unwrap_or(now);
+        let forward_repair = repaired(&t).cloned();
+        let reason = reason.or_else(|| forward_repair.as_ref().map(|r| summary(r, t.toggle)));
         let record = TransitionRecord {
             epoch: t.epoch,
             from: t.from,
@@ -1197,6 +1238,7 @@ impl Planner<'_> {
             outcome: outcome.to_owned(),
             reason,
             past_w_by_idleness: t.past_w_by_idleness.clone(),
+            forward_repair,
             started_at: t.started_at.clone(),
             finished_at: now.to_string(),
             duration_seconds: now.duration_since(started).as_secs_f64(),
@@ -1242,6 +1284,7 @@ impl Planner<'_> {
     }
 }
 
+mod repair;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -1,12 +1,15 @@
 //! A model of the world around the controller — the ConfigMap, two jobs with gates that see the
-//! ConfigMap late, savepoints, deletions — driven by `plan` with crashes between any two actions.
-//! Each job emits one record per event-time tick through the protocol's rule; after the handover
-//! every tick must have been emitted exactly once.
+//! ConfigMap late, savepoints, checkpoints, deletions, an incoming job that fails for good after W
+//! is set — driven by `plan` with crashes between any two actions. Each job emits one record per
+//! event-time tick through the protocol's rule into a transactional sink (visible at the job's
+//! next checkpoint or stop-with-savepoint, discarded when it fails); after the handovers every
+//! tick must have been emitted exactly once.
 
 use std::collections::BTreeMap;
 
 use bluegreen_protocol::{
-    AppliedState, Color, CoordinationState, Decision, GateReport, Rule, Stage, check_transition,
+    AppliedState, Color, CoordinationState, Decision, GateReport, Rule, Stage, WatermarkStage,
+    check_transition,
 };
 use jiff::SignedDuration;
 use proptest::prelude::*;
@@ -53,6 +56,12 @@ struct Job {
     /// A stop-with-savepoint: its trigger id and the steps until the job is FINISHED.
     stop: Option<(String, u64)>,
     checkpoints: u64,
+    /// Position and maximum passed tick at the last completed checkpoint.
+    checkpoint: Option<(i64, Option<i64>)>,
+    /// Ticks passed since the last checkpoint: not visible yet (transactional sink).
+    pending: Vec<i64>,
+    /// Failed for good (the restart strategy is exhausted).
+    failed: bool,
 }
 
 impl Job {
@@ -61,7 +70,12 @@ impl Job {
     }
 
     fn running(&self) -> bool {
-        self.starting == 0 && !self.deleting && !self.finished()
+        self.starting == 0 && !self.deleting && !self.finished() && !self.failed
+    }
+
+    fn checkpoint_path(&self) -> Option<String> {
+        self.checkpoint
+            .map(|(pos, _)| format!("cp-{}-{pos}", self.color.suffix()))
     }
 
     fn finished(&self) -> bool {
@@ -77,13 +91,24 @@ struct World {
     ledger: BTreeMap<i64, u32>,
     savepoints: BTreeMap<String, i64>,
     dice: Dice,
+    /// Fail the incoming job for good once, at a random step of `ToggleSet` in the handover to
+    /// this template.
+    fail_incoming_of: Option<String>,
+    /// A planted defect: the operator restores a repaired job from the handover's starting
+    /// savepoint instead of its own latest checkpoint.
+    repair_from_starting_savepoint: bool,
+    /// Fail the incoming job only once a checkpoint of its own has committed records above W.
+    fail_after_commit: bool,
 }
 
 impl World {
     fn new(seed: u64) -> Self {
         let mut obs = observed();
-        obs.settings =
-            crate::fixtures::settings(|s| s.coordination.toggle.offset = Some("20ms".into()));
+        obs.settings = crate::fixtures::settings(|s| {
+            s.coordination.toggle.offset = Some("20ms".into());
+            s.coordination.forward_repair.grace = "3s".into();
+            s.coordination.health.min_checkpoints = 3;
+        });
         Self {
             obs,
             configmap: None,
@@ -91,6 +116,46 @@ impl World {
             ledger: BTreeMap::new(),
             savepoints: BTreeMap::new(),
             dice: Dice(seed),
+            fail_incoming_of: None,
+            repair_from_starting_savepoint: false,
+            fail_after_commit: false,
+        }
+    }
+
+    /// Makes the pending emissions of `color` visible (a checkpoint or a stop-with-savepoint).
+    fn commit(&mut self, color: Color) {
+        let job = self.jobs.get_mut(&color).expect("job");
+        for tick in job.pending.drain(..) {
+            *self.ledger.entry(tick).or_default() += 1;
+        }
+    }
+
+    /// Fails the incoming job for good, once, while the handover waits in `ToggleSet` (W set)
+    /// and the job has a checkpoint of its own: its open transaction is discarded. At latest
+    /// when it has two checkpoints, so before it can be promoted (three are required).
+    fn maybe_fail_incoming(&mut self) {
+        let Some(t) = &self.obs.status.transition else {
+            return;
+        };
+        if t.phase != Phase::ToggleSet
+            || self.fail_incoming_of.as_deref() != Some(t.template_hash.as_str())
+        {
+            return;
+        }
+        let coin = self.dice.below(2) == 0;
+        let after_commit = self.fail_after_commit;
+        if let Some(job) = self.jobs.get_mut(&t.to)
+            && job.running()
+            && let Some((_, committed_max)) = job.checkpoint
+            && if after_commit {
+                committed_max.is_some()
+            } else {
+                coin || job.checkpoints >= 2
+            }
+        {
+            job.failed = true;
+            job.pending.clear();
+            self.fail_incoming_of = None;
         }
     }
 
@@ -114,13 +179,25 @@ impl World {
             }
             let lag = usize::try_from(lag_change).expect("small");
             job.applied = job.applied.max(job.seen.len().saturating_sub(1 + lag));
-            if job.starting > 0 || job.finished() {
+            if job.finished() {
+                // Stopped with a savepoint (at once when the stop took no step): committed.
+                self.commit(color);
+                continue;
+            }
+            if job.starting > 0 || job.failed {
                 job.starting = job.starting.saturating_sub(1);
                 continue;
             }
             if let Some((_, left)) = job.stop.as_mut() {
                 *left -= 1;
+                if *left == 0 {
+                    // The stop-with-savepoint completes: it commits the job's output.
+                    self.commit(color);
+                    continue;
+                }
             }
+            let checkpoint = self.dice.below(2) == 0;
+            let job = self.jobs.get_mut(&color).expect("job");
             let rule = job
                 .view()
                 .map_or(Rule::HOLD, |s| Rule::for_state(s, job.color));
@@ -128,17 +205,32 @@ impl World {
                 match rule.decide(job.next) {
                     Decision::Hold => break,
                     Decision::Pass => {
-                        *self.ledger.entry(job.next).or_default() += 1;
+                        job.pending.push(job.next);
                         job.max_passed = Some(job.max_passed.map_or(job.next, |m| m.max(job.next)));
                     }
                     Decision::Drop => {}
                 }
                 job.next += 1;
             }
-            job.checkpoints += 1;
             if let Some((left, pos)) = job.savepoint {
                 job.savepoint = Some((left.saturating_sub(1), pos));
             }
+            if checkpoint {
+                job.checkpoints += 1;
+                job.checkpoint = Some((job.next, job.max_passed));
+                let path = job.checkpoint_path().expect("just taken");
+                self.savepoints.insert(path, job.next);
+                self.commit(color);
+            }
+        }
+        self.maybe_fail_incoming();
+    }
+
+    /// Commits what every job still has pending (a last checkpoint before judging).
+    fn commit_all(&mut self) {
+        let colors: Vec<Color> = self.jobs.keys().copied().collect();
+        for color in colors {
+            self.commit(color);
         }
     }
 
@@ -170,21 +262,30 @@ impl World {
         Some(ChildObs {
             template_hash: Some(job.hash.clone()),
             deleting: job.deleting,
-            lifecycle: Some("STABLE".into()),
+            lifecycle: Some(if job.failed { "FAILED" } else { "STABLE" }.into()),
             job_state: Some(
                 if job.running() {
                     "RUNNING"
                 } else if job.finished() {
                     "FINISHED"
+                } else if job.failed {
+                    "FAILED"
                 } else {
                     "CREATED"
                 }
                 .into(),
             ),
             job_id: Some(format!("{}-job", color.suffix())),
-            error: None,
+            error: job.failed.then(|| "injected failure".into()),
             spec_job_state: Some("running".into()),
-            flink: if job.finished() {
+            flink: if job.failed {
+                // An ended job's REST API still names its latest checkpoint.
+                Some(FlinkObs {
+                    checkpoints_completed: job.checkpoints,
+                    latest_checkpoint: job.checkpoint_path(),
+                    ..FlinkObs::default()
+                })
+            } else if job.finished() {
                 Some(FlinkObs {
                     savepoint,
                     ..FlinkObs::default()
@@ -192,7 +293,7 @@ impl World {
             } else {
                 job.running().then(|| FlinkObs {
                     checkpoints_completed: job.checkpoints,
-                    latest_checkpoint: None,
+                    latest_checkpoint: job.checkpoint_path(),
                     savepoint,
                     gates: Some(GateObs {
                         reports: vec![GateReport {
@@ -253,8 +354,55 @@ impl World {
                 savepoint: None,
                 stop: None,
                 checkpoints: 0,
+                checkpoint: None,
+                pending: Vec::new(),
+                failed: false,
             },
         );
+    }
+
+    /// The Flink operator's `last-state` upgrade of the failed incoming job: it restarts from its
+    /// own latest checkpoint (with the planted defect: from the handover's starting savepoint).
+    fn repair_child(
+        &mut self,
+        color: Color,
+        template_hash: &str,
+        restore_path: &str,
+        upgrade_mode: Option<&str>,
+    ) {
+        let cm = self.configmap.expect("ConfigMap");
+        assert!(
+            cm.stage == Stage::Transitioning
+                && cm.toggle.stage() == WatermarkStage::Set
+                && cm.active == color,
+            "only an incoming job is repaired, only after W is set: {cm}"
+        );
+        assert_eq!(upgrade_mode, Some("last-state"));
+        let starting_savepoint = self
+            .obs
+            .status
+            .transition
+            .as_ref()
+            .and_then(|t| t.restore_path.clone());
+        let starting = 1 + self.dice.below(5);
+        let job = self.jobs.get_mut(&color).expect("the failed incoming job");
+        assert!(job.failed, "only a failed job is repaired");
+        assert_eq!(
+            Some(restore_path),
+            job.checkpoint_path().as_deref(),
+            "a repair resumes from the failed job's own latest checkpoint"
+        );
+        let (mut next, max_passed) = job.checkpoint.expect("checked above");
+        if self.repair_from_starting_savepoint {
+            next = self.savepoints[&starting_savepoint.expect("a savepoint handover")];
+        }
+        template_hash.clone_into(&mut job.hash);
+        job.failed = false;
+        job.starting = starting;
+        job.next = next;
+        job.max_passed = max_passed;
+        job.seen.clear();
+        job.applied = 0;
     }
 
     /// Executes `action`, checking the invariants a real cluster relies on.
@@ -272,6 +420,17 @@ impl World {
                 template_hash,
                 restore_path,
             } => self.apply_child(*color, template_hash, restore_path.as_ref()),
+            Action::RepairChild {
+                color,
+                spec,
+                template_hash,
+                restore_path,
+            } => self.repair_child(
+                *color,
+                template_hash,
+                restore_path,
+                spec.template.spec.job.upgrade_mode.as_deref(),
+            ),
             Action::DeleteChild(color) => {
                 let cm = self.configmap.expect("ConfigMap");
                 if Some(*color) == status.transition.as_ref().map(|t| t.to) {
@@ -292,6 +451,8 @@ impl World {
                         cm.stage == Stage::Failing || job.finished(),
                         "the outgoing job is deleted only once its stop-with-savepoint finished it"
                     );
+                    // A cancel discards the open transaction.
+                    job.pending.clear();
                     job.deleting = true;
                 }
             }
@@ -361,9 +522,18 @@ fn run_until(world: &mut World, done: impl Fn(&World) -> bool, what: &str) {
 }
 
 fn steady(world: &World, color: Color, hash: &str) -> bool {
-    world.obs.status.transition.is_none()
-        && world.obs.status.active_color == Some(color)
-        && world.obs.status.deployed_template_hash.as_deref() == Some(hash)
+    let status = &world.obs.status;
+    // After a forward repair the active job runs the previous template and `hash` is the failed
+    // one.
+    let deployed = status.deployed_template_hash.as_deref() == Some(hash)
+        || (status.failed_template_hash.as_deref() == Some(hash)
+            && status
+                .history
+                .first()
+                .is_some_and(|h| h.forward_repair.is_some()));
+    status.transition.is_none()
+        && status.active_color == Some(color)
+        && deployed
         && world.jobs.len() == 1
         && world.jobs.contains_key(&color)
         && world
@@ -379,24 +549,71 @@ proptest! {
     #[test]
     fn handovers_with_crashes_and_late_gates_emit_every_record_exactly_once(seed in any::<u64>()) {
         let mut world = World::new(seed);
-        run_until(&mut world, |w| steady(w, Color::Blue, "h1"), "first deployment");
-        let mut color = Color::Blue;
-        for (i, hash) in ["h2", "h3", "h4"].into_iter().enumerate() {
-            world.obs.template_hash = hash.into();
-            world.obs.generation = i64::try_from(i).unwrap() + 2;
-            color = color.other();
-            run_until(&mut world, |w| steady(w, color, hash), "handover");
-        }
-        let horizon = world.jobs[&color].next - 1;
-        let wrong: Vec<(i64, u32)> = (0..horizon)
-            .map(|t| (t, world.ledger.get(&t).copied().unwrap_or(0)))
-            .filter(|(_, n)| *n != 1)
-            .take(5)
-            .collect();
+        let wrong = hand_over_three_times(&mut world);
         prop_assert!(wrong.is_empty(), "ticks not emitted exactly once (tick, count): {:?}", wrong);
         prop_assert_eq!(world.obs.status.history.len(), 4);
         prop_assert!(world.obs.status.history.iter().take(3).all(|h| h.outcome == "Promoted"));
     }
+
+    /// The same, with the incoming job of one handover failing for good after W is set: the
+    /// controller repairs it forward (the previous template, its own latest checkpoint), crashes
+    /// anywhere in between, and still every tick is emitted exactly once.
+    #[test]
+    fn an_incoming_job_failing_after_w_is_repaired_forward_exactly_once(seed in any::<u64>(), failing in 0usize..3) {
+        let mut world = World::new(seed);
+        let hashes = ["h2", "h3", "h4"];
+        world.fail_incoming_of = Some(hashes[failing].into());
+        let wrong = hand_over_three_times(&mut world);
+        prop_assert!(world.fail_incoming_of.is_none(), "the failure happened");
+        prop_assert!(wrong.is_empty(), "ticks not emitted exactly once (tick, count): {:?}", wrong);
+        let repaired: Vec<bool> = world.obs.status.history.iter().take(3).rev()
+            .map(|h| h.forward_repair.is_some()).collect();
+        prop_assert_eq!(repaired, (0..3).map(|i| i == failing).collect::<Vec<_>>());
+        prop_assert!(world.obs.status.history.iter().take(3).all(|h| h.outcome == "Promoted"));
+    }
+}
+
+/// Deploys h1 on blue, then hands over to h2, h3 and h4; returns the ticks up to the final
+/// watermark not emitted exactly once (at most five).
+fn hand_over_three_times(world: &mut World) -> Vec<(i64, u32)> {
+    run_until(world, |w| steady(w, Color::Blue, "h1"), "first deployment");
+    let mut color = Color::Blue;
+    for (i, hash) in ["h2", "h3", "h4"].into_iter().enumerate() {
+        world.obs.template_hash = hash.into();
+        world.obs.generation = i64::try_from(i).unwrap() + 2;
+        color = color.other();
+        run_until(world, |w| steady(w, color, hash), "handover");
+    }
+    world.commit_all();
+    let horizon = world.jobs[&color].next - 1;
+    (0..horizon)
+        .map(|t| (t, world.ledger.get(&t).copied().unwrap_or(0)))
+        .filter(|(_, n)| *n != 1)
+        .take(5)
+        .collect()
+}
+
+#[test]
+fn the_ledger_catches_a_repair_from_the_handovers_starting_savepoint() {
+    // The oracle can fail: a repaired job that resumed from the handover's savepoint instead of
+    // its own latest checkpoint emits again what it had already committed above W.
+    let caught = (0..20).any(|seed| {
+        let mut world = World::new(seed);
+        world.obs.settings = crate::fixtures::settings(|s| {
+            s.coordination.toggle.offset = Some("20ms".into());
+            s.coordination.forward_repair.grace = "3s".into();
+            s.coordination.health.min_checkpoints = 20;
+        });
+        world.fail_incoming_of = Some("h2".into());
+        world.fail_after_commit = true;
+        world.repair_from_starting_savepoint = true;
+        let wrong = hand_over_three_times(&mut world);
+        wrong.iter().any(|(_, n)| *n > 1)
+    });
+    assert!(
+        caught,
+        "resuming from the starting savepoint must show up as duplicates"
+    );
 }
 
 #[test]
