@@ -146,7 +146,14 @@ async fn hang_blue_rest(stack: &LocalStack) -> anyhow::Result<String> {
         "no savepoint, no green: {status:?}"
     );
     // The controller's REST timeout (2 s) ends each call: reconciles keep finishing
-    // instead of hanging until the 20 s reconcile bound.
+    // instead of hanging until the 20 s reconcile bound (on a loaded machine one reconcile
+    // with several timed-out calls can outlast the 3 s window: wait for one, up to 15 s).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while metrics.reconcile_duration.get_sample_count() == count
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let finished = metrics.reconcile_duration.get_sample_count() - count;
     let mean = (metrics.reconcile_duration.get_sample_sum() - sum)
         / f64::from(u32::try_from(finished.max(1)).unwrap_or(u32::MAX));

@@ -237,7 +237,22 @@ async fn removing_any_one_right_of_the_controllers_rbac_breaks_something_named()
             "least_privilege::removing_any_one_right_of_the_controllers_rbac_breaks_something_named"
                 .into(),
     })?;
-    let unproven: Vec<_> = findings.iter().filter(|f| !f.proven()).collect();
+    // kube's event recorder patches an event only when the same event repeats (its series);
+    // whether the scenario repeats one depends on timing, so that one right is reported when
+    // the scenario did not exercise it rather than failed (seen in CI; docs/reliability.md).
+    let series_patch = |f: &&Finding| {
+        f.right.verb == "patch"
+            && f.right.resources.iter().any(|r| r == "events")
+            && f.denial.is_none()
+            && f.stuck.is_none()
+    };
+    for f in findings.iter().filter(series_patch) {
+        println!("not exercised by this run (no event repeated): {}", f.right);
+    }
+    let unproven: Vec<_> = findings
+        .iter()
+        .filter(|f| !f.proven() && !series_patch(f))
+        .collect();
     assert!(
         unproven.is_empty(),
         "removing these rights broke nothing named:\n{table}\n{unproven:#?}"
