@@ -45,7 +45,11 @@ fn parsed(data: &BTreeMap<String, String>) -> Option<CoordinationState> {
             f.saturating_add(1),
             i64::MAX,
         ] {
-            assert_eq!(rule.decide(t), decide(Some(&state), color, t), "{state} {color} {t}");
+            assert_eq!(
+                rule.decide(t),
+                decide(Some(&state), color, t),
+                "{state} {color} {t}"
+            );
         }
     }
     Some(state)

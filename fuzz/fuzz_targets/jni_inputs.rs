@@ -33,7 +33,11 @@ fuzz_target!(|bytes: &[u8]| {
     let handle = watches.open_manual("fuzz");
     let offered = inputs::offered_data(json);
     let accepted = watches.offer(handle.id(), json);
-    assert_eq!(offered.is_ok(), accepted.is_ok(), "offer parses as offered_data");
+    assert_eq!(
+        offered.is_ok(),
+        accepted.is_ok(),
+        "offer parses as offered_data"
+    );
     if let (Ok(true), Ok(data)) = (&accepted, &offered) {
         let current = handle.shared().accepted_data().borrow().clone();
         let (revision, seen) = current.expect("accepted data is kept");
@@ -64,7 +68,11 @@ fuzz_target!(|bytes: &[u8]| {
         })
         .expect("filling from a slice cannot fail")
         .to_vec();
-    assert_eq!(batch.len(), count, "a batch decides every record it is given");
+    assert_eq!(
+        batch.len(),
+        count,
+        "a batch decides every record it is given"
+    );
     for (t, decided) in times.iter().zip(&batch) {
         assert_eq!(gate.decide(*t) as i8, *decided, "t = {t}");
     }
