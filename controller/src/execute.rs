@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::child::{ChildContext, build, child_name};
 use crate::context::{ACTION_ANNOTATION, Context, FIELD_MANAGER, flink_deployment_resource};
 use crate::error::{Error, Result};
-use crate::flink_rest::FlinkRest;
+use crate::flink_rest::{FlinkRest, trigger_id};
 use crate::gate_rbac;
 use crate::handover::{Action, Note, Plan};
 use crate::resource::{FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentStatus};
@@ -68,8 +68,19 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
                 delete_if_present(&children, &child_name(&name, *color)).await?;
             }
             Action::TriggerSavepoint(color) => {
-                let trigger = trigger_savepoint(ctx, &children, fbgd, *color).await?;
                 let mut status = current.status.clone().unwrap_or_default();
+                // The same id on every replan of this attempt: a resent trigger is one savepoint.
+                let seed = status.transition.as_ref().map_or_else(
+                    || format!("bluegreen-savepoint/{name}/{}", status.epoch),
+                    |t| {
+                        format!(
+                            "bluegreen-savepoint/{}/{}/{}",
+                            t.template_hash, t.epoch, t.savepoint_attempts
+                        )
+                    },
+                );
+                let trigger =
+                    trigger_savepoint(ctx, &children, fbgd, *color, &trigger_id(&seed)).await?;
                 if let Some(t) = status.transition.as_mut() {
                     t.savepoint_trigger_id = Some(trigger);
                 }
@@ -183,16 +194,18 @@ async fn child_rest(
     Ok((rest, job_id))
 }
 
-/// Triggers a savepoint of the child of `color` through its REST API; returns the trigger id.
+/// Triggers a savepoint of the child of `color` through its REST API under `trigger_id`;
+/// returns the trigger id.
 async fn trigger_savepoint(
     ctx: &Context,
     children: &Api<DynamicObject>,
     fbgd: &FlinkBlueGreenDeployment,
     color: Color,
+    trigger_id: &str,
 ) -> Result<String> {
     let (rest, job_id) = child_rest(ctx, children, fbgd, color).await?;
     let target = fbgd.spec.coordination.savepoint.target_directory.as_deref();
-    rest.trigger_savepoint(&job_id, target).await
+    rest.trigger_savepoint(&job_id, target, trigger_id).await
 }
 
 /// Replaces the status, guarded by the observed resourceVersion: a concurrent writer makes this

@@ -14,6 +14,20 @@ use serde::Deserialize;
 /// The default REST URL template: the Apache operator's `<name>-rest` Service.
 pub const DEFAULT_URL_TEMPLATE: &str = "http://{name}-rest.{namespace}.svc:8081";
 
+/// A Flink `TriggerId` (32 hex digits) derived from `seed`: the same seed, the same id, so a
+/// request resent after a crash is the same request to Flink.
+pub fn trigger_id(seed: &str) -> String {
+    use sha2::{Digest as _, Sha256};
+    Sha256::digest(seed)
+        .iter()
+        .take(16)
+        .fold(String::with_capacity(32), |mut hex, b| {
+            use std::fmt::Write as _;
+            write!(hex, "{b:02x}").expect("writing to a String cannot fail");
+            hex
+        })
+}
+
 /// A client of one Flink cluster's REST API.
 #[derive(Clone, Debug)]
 pub struct FlinkRest {
@@ -151,19 +165,39 @@ impl FlinkRest {
         Ok((url, answer))
     }
 
-    /// Triggers a savepoint of `job_id` (the job keeps running); returns the trigger id.
+    /// Triggers a savepoint of `job_id` (the job keeps running) under `trigger_id` (Flink's
+    /// `triggerId`): Flink deduplicates a resent request under the same id, so a controller that
+    /// died between the trigger and recording it takes no second savepoint. A trigger id the job
+    /// already knows (in progress, completed or failed) is not sent again. Returns the trigger id.
     pub async fn trigger_savepoint(
         &self,
         job_id: &str,
         target_directory: Option<&str>,
+        trigger_id: &str,
     ) -> Result<String> {
+        if self.savepoint_status(job_id, trigger_id).await? != SavepointObs::Unknown {
+            return Ok(trigger_id.to_owned());
+        }
         let (url, answer) = self
             .post(
                 &format!("/jobs/{job_id}/savepoints"),
-                &json!({ "target-directory": target_directory, "cancel-job": false }),
+                &json!({
+                    "target-directory": target_directory,
+                    "cancel-job": false,
+                    "triggerId": trigger_id,
+                }),
             )
             .await?;
-        request_id(&url, &answer)
+        let answered = request_id(&url, &answer)?;
+        if answered != trigger_id {
+            return Err(Error::FlinkRest {
+                url,
+                message: format!(
+                    "asked for a savepoint under trigger {trigger_id}, Flink answered {answered}"
+                ),
+            });
+        }
+        Ok(answered)
     }
 
     /// Stops `job_id` with a savepoint and without drain (`POST /jobs/:jid/stop`), which

@@ -187,10 +187,16 @@ async fn final_savepoint(
     };
     match fbgd.annotations().get(FINAL_SAVEPOINT) {
         None => {
+            // One final savepoint per resource, however often this is retried.
+            let seed = format!(
+                "bluegreen-final-savepoint/{}",
+                fbgd.uid().unwrap_or_default()
+            );
             let trigger = rest
                 .trigger_savepoint(
                     &job_id,
                     fbgd.spec.coordination.savepoint.target_directory.as_deref(),
+                    &crate::flink_rest::trigger_id(&seed),
                 )
                 .await?;
             let patch = json!({"metadata": {"annotations": {FINAL_SAVEPOINT: trigger}}});

@@ -2,6 +2,8 @@
 //! with both CRDs, the local Flink runner on a scaled clock, and the controller — the same code
 //! as `bluegreen-controller run`, pointed at them through an ordinary `kube::Client`.
 
+pub mod audit;
+pub mod calls;
 pub mod real;
 pub mod reliability;
 
@@ -280,6 +282,32 @@ impl LocalStack {
     /// emitted exactly once, by the color that owned its event time. Waits until the active job
     /// completed two more checkpoints so that the transactional sink has committed them.
     pub async fn report(&self, name: &str) -> anyhow::Result<LedgerReport> {
+        let status = self.fbgds().get(name).await?.status.unwrap_or_default();
+        anyhow::ensure!(
+            status
+                .history
+                .last()
+                .is_some_and(|oldest| oldest.epoch <= 1),
+            "the status keeps only the last {} handovers and the first W is gone: judge runs with fewer, or with report_handovers",
+            bluegreen_controller::handover::HISTORY_LEN
+        );
+        let handovers: Vec<_> = status
+            .history
+            .iter()
+            .filter(|h| h.outcome == "Promoted")
+            .filter_map(|h| h.toggle.map(|w| (w, h.to)))
+            .collect();
+        self.report_handovers(name, &handovers).await
+    }
+
+    /// The ledger's verdict as [`LocalStack::report`] gives it, judged by `handovers` (W and the
+    /// incoming color of every promoted handover, in any order) instead of the status history,
+    /// which keeps only the last few: for runs with more handovers than that.
+    pub async fn report_handovers(
+        &self,
+        name: &str,
+        handovers: &[(i64, Color)],
+    ) -> anyhow::Result<LedgerReport> {
         let fbgd = self.fbgds().get(name).await?;
         let status = fbgd.status.clone().unwrap_or_default();
         let active = status.active_color.context("no active color")?;
@@ -305,20 +333,7 @@ impl LocalStack {
         let mut expectation = Expectation::new(job.settings.source.clone(), horizon)
             .arrived_by(arrived_by)
             .owned_by(Color::Blue);
-        anyhow::ensure!(
-            status
-                .history
-                .last()
-                .is_some_and(|oldest| oldest.epoch <= 1),
-            "the status keeps only the last {} handovers and the first W is gone: judge runs with fewer",
-            bluegreen_controller::handover::HISTORY_LEN
-        );
-        let mut handovers: Vec<_> = status
-            .history
-            .iter()
-            .filter(|h| h.outcome == "Promoted")
-            .filter_map(|h| h.toggle.map(|w| (w, h.to)))
-            .collect();
+        let mut handovers = handovers.to_vec();
         handovers.sort_unstable();
         for (w, to) in handovers {
             expectation = expectation.handover(w, to);

@@ -3,6 +3,7 @@
 
 mod flink_support;
 
+use bluegreen_local::apiserver::{RequestMatch, Verb};
 use bluegreen_local::flink::{JobFailure, JobState, SavepointOp};
 use bluegreen_local::ledger::{Expectation, SinkMode};
 use flink_support::{
@@ -137,6 +138,34 @@ async fn suspend_and_resume_go_through_a_savepoint_and_upgrades_follow_the_upgra
             .arrived_by(env.flink.clock().now_ms()),
     );
     assert!(report.is_exactly_once(), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_write_the_api_server_refuses_is_written_again_five_seconds_later() {
+    let env = env(SinkMode::Transactional).await;
+    start(&env, &deployment("orders", 1, CONF)).await;
+    let job = env.flink.job(&dref("orders")).expect("job");
+    // Every status write refused (more than the write's own retries), while the job stops.
+    let writes = RequestMatch::verb(Verb::Patch)
+        .resource("flinkdeployments")
+        .subresource("status");
+    env.server.faults().fail_next(writes, 1000, 409);
+    job.stop_with_savepoint(None).expect("stop requested");
+    env.flink
+        .advance(1000, 100, WAIT)
+        .await
+        .expect("time passes");
+    assert_eq!(
+        job.await_terminal(WAIT).await.expect("ends"),
+        JobState::Finished
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(job_state(&status(&env.client, "orders").await), "RUNNING");
+    // The API server accepts writes again: the operator retries 5 s (simulated) after the
+    // failure, as the Apache operator retries a failed reconcile, even with nothing new to see.
+    env.server.faults().clear();
+    env.flink.clock().advance(5_000);
+    wait_status(&env.client, "orders", |s| job_state(s) == "FINISHED").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

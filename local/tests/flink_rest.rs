@@ -208,6 +208,41 @@ async fn savepoint_and_stop_are_asynchronous_operations() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_savepoint_resent_under_its_trigger_id_is_one_savepoint() {
+    let (env, base, jid) = running_blue().await;
+    let http = reqwest::Client::new();
+    let id = "0123456789abcdef0123456789abcdef";
+    let body = json!({"cancel-job": false, "triggerId": id});
+    let url = format!("{base}/jobs/{jid}/savepoints");
+    let first = post(&http, &url, body.clone()).await;
+    assert_eq!(first["request-id"], id);
+    let job = env.flink.job(&dref("orders-blue")).expect("job");
+    let before = job.view().savepoints.len();
+    // Resent while in progress and once completed: the same operation, no second savepoint.
+    let again = post(&http, &url, body.clone()).await;
+    assert_eq!(again["request-id"], id);
+    loop {
+        let s = get(&http, &format!("{url}/{id}")).await;
+        if s["status"]["id"] == "COMPLETED" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let late = post(&http, &url, body).await;
+    assert_eq!(late["request-id"], id);
+    assert_eq!(job.view().savepoints.len(), before);
+    // Another id is another savepoint.
+    let other = post(
+        &http,
+        &url,
+        json!({"triggerId": "fedcba9876543210fedcba9876543210"}),
+    )
+    .await;
+    assert_eq!(other["request-id"], "fedcba9876543210fedcba9876543210");
+    assert_eq!(job.view().savepoints.len(), before + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn injected_rest_faults_return_500s_or_hang() {
     let env = env(SinkMode::Transactional).await;
     start(&env, &deployment("orders", 1, &[])).await;

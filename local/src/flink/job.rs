@@ -232,6 +232,22 @@ impl SimJob {
         self.request_savepoint(stop, None)
     }
 
+    /// Triggers a savepoint under `trigger_id` (the `triggerId` of `POST /jobs/:id/savepoints`):
+    /// a request under an id the job already knows is acknowledged without a second savepoint,
+    /// as Flink deduplicates trigger ids.
+    pub fn trigger_savepoint_under(
+        &self,
+        stop: bool,
+        trigger_id: Option<String>,
+    ) -> Result<String, SimError> {
+        if let Some(id) = &trigger_id
+            && self.lock().savepoints.contains_key(id)
+        {
+            return Ok(id.clone());
+        }
+        self.request_savepoint(stop, trigger_id)
+    }
+
     /// Stops the job with a savepoint, without drain (`POST /jobs/:id/stop`): the savepoint
     /// commits the sink and the job ends FINISHED. A request under a `trigger_id` the job already
     /// knows is acknowledged without a second stop, as Flink deduplicates trigger ids.

@@ -40,6 +40,9 @@ const RETRY_MS: i64 = 1000;
 
 /// How long the operator waits (wall clock) for a savepoint during an upgrade or suspend.
 const SAVEPOINT_WAIT: Duration = Duration::from_mins(1);
+/// How long after a failed status write it is written again (simulated ms): the Apache
+/// operator's `kubernetes.operator.retry.initial.interval`.
+const STATUS_RETRY_MS: i64 = 5_000;
 
 /// The `FlinkDeployment` kind, as a dynamic resource.
 pub fn flink_deployment_resource() -> ApiResource {
@@ -419,6 +422,10 @@ struct Actor {
     ever_deployed: bool,
     /// Retry a spec that could not be reconciled at this simulation time.
     retry: Option<(Box<DynamicObject>, i64)>,
+    /// Write the status again at this simulation time: the last write failed (the API server
+    /// refused it or was unreachable). The Apache operator retries a failed reconcile, status
+    /// update included, after `kubernetes.operator.retry.initial.interval` (5 s).
+    status_retry: Option<i64>,
 }
 
 fn job_field<'a>(spec: &'a Value, field: &str) -> Option<&'a Value> {
@@ -462,6 +469,7 @@ impl Actor {
             written: None,
             retry: None,
             ever_deployed: false,
+            status_retry: None,
         }
     }
 
@@ -521,6 +529,13 @@ impl Actor {
                     None => std::future::pending().await,
                 }
             };
+            let status_retry_at = self.status_retry;
+            let status_retry = async {
+                match status_retry_at {
+                    Some(at) => clock.sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 msg = self.rx.recv() => match msg {
                     None | Some(Msg::Deleted) => {
@@ -541,6 +556,7 @@ impl Actor {
                 },
                 () = timer => self.on_timer().await,
                 () = job_changed => {}
+                () = status_retry => {}
                 () = retry => {
                     if let Some((obj, _)) = self.retry.take() {
                         self.on_spec(obj).await;
@@ -567,7 +583,10 @@ impl Actor {
             }),
             _ => None,
         };
-        [retry, startup].into_iter().flatten().min()
+        [retry, startup, self.status_retry]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn publish_deadline(&self) {
@@ -887,12 +906,16 @@ impl Actor {
             let mut b = status.clone();
             b["jobStatus"]["updateTime"] = Value::Null;
             if a == b {
+                self.status_retry = None;
                 return;
             }
         }
         status["jobStatus"]["updateTime"] = json!(self.clock().now_ms().to_string());
         if write_status(&self.api, &self.key, &status).await {
             self.written = Some(status);
+            self.status_retry = None;
+        } else {
+            self.status_retry = Some(self.clock().now_ms().saturating_add(STATUS_RETRY_MS));
         }
     }
 }

@@ -310,8 +310,13 @@ async fn trigger_savepoint(
         .and_then(|b| b.get("cancel-job"))
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    let trigger_id = body
+        .as_ref()
+        .and_then(|b| b.get("triggerId"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let id = job
-        .trigger_savepoint(cancel)
+        .trigger_savepoint_under(cancel, trigger_id)
         .map_err(|e| RestError(StatusCode::CONFLICT, e.to_string()))?;
     accepted(&id)
 }
