@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use bluegreen_gate::{ConfigMapSource, Gate, SharedState, StateOptions};
 use bluegreen_local::apiserver::{LocalApiServer, Options};
-use bluegreen_protocol::{Color, CoordinationState, configmap_name};
+use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle, configmap_name};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -68,16 +68,9 @@ const GATES_I64: i64 = 100;
 const ROUNDS: usize = 60;
 const NS: &str = "default";
 
-fn state(delay: u64) -> CoordinationState {
-    CoordinationState {
-        floor: None,
-        deletion_delay_ms: delay,
-        ..CoordinationState {
-            floor: None,
-            stage: bluegreen_protocol::Stage::Running,
-            ..CoordinationState::initial(Color::Blue, 0)
-        }
-    }
+fn running_with_delay(delay: u64) -> CoordinationState {
+    CoordinationState::new(0, Stage::Running, Color::Blue, Toggle::NotSet)
+        .with_deletion_delay_ms(delay)
 }
 
 async fn settle() {
@@ -125,7 +118,7 @@ async fn rounds(
     let mut latencies = Vec::with_capacity(ROUNDS * GATES);
     for _ in 0..ROUNDS {
         *delay += 1;
-        let data = serde_json::to_value(state(*delay).to_data()).expect("json");
+        let data = serde_json::to_value(running_with_delay(*delay).to_data()).expect("json");
         let start = Instant::now();
         api.patch(
             name,
@@ -201,7 +194,7 @@ fn main() {
                     name: Some(name.clone()),
                     ..ObjectMeta::default()
                 },
-                data: Some(state(delay).to_data()),
+                data: Some(running_with_delay(delay).to_data()),
                 ..ConfigMap::default()
             },
         )
@@ -214,7 +207,7 @@ fn main() {
         let shared = SharedState::new(StateOptions::default());
         let client = kube::Client::try_from(config.clone()).expect("client");
         let source = ConfigMapSource::new(client, NS, &name, shared.clone()).spawn();
-        until_applied(std::slice::from_ref(&shared), state(delay)).await;
+        until_applied(std::slice::from_ref(&shared), running_with_delay(delay)).await;
         settle().await;
         let with_source = LIVE.load(Ordering::Relaxed);
         let gates: Vec<(Gate, Arc<SharedState>)> = (0..GATES)
@@ -243,7 +236,7 @@ fn main() {
             gates.push((Gate::new(Color::Blue, shared.clone()), shared));
         }
         let states: Vec<Arc<SharedState>> = gates.iter().map(|(_, s)| s.clone()).collect();
-        until_applied(&states, state(delay)).await;
+        until_applied(&states, running_with_delay(delay)).await;
         settle().await;
         let after = LIVE.load(Ordering::Relaxed);
         drop(states);

@@ -14,19 +14,8 @@ use crate::{Applied, Error, Gate, SharedState, StateOptions};
 
 const W: i64 = 1_000;
 
-fn state(epoch: u64, stage: Stage, active: Color, toggle: Toggle) -> CoordinationState {
-    CoordinationState {
-        floor: None,
-        active,
-        deletion_delay_ms: 0,
-        stage,
-        toggle,
-        epoch,
-    }
-}
-
 fn running(epoch: u64, active: Color) -> CoordinationState {
-    state(epoch, Stage::Running, active, Toggle::NotSet)
+    CoordinationState::new(epoch, Stage::Running, active, Toggle::NotSet)
 }
 
 fn shared() -> Arc<SharedState> {
@@ -58,7 +47,7 @@ fn holds_until_the_first_state_then_follows_the_rule() {
     assert_eq!(green.decide(0), Decision::Drop);
     assert_eq!(blue.snapshot().epoch(), Some(3));
 
-    let set = state(4, Stage::Transitioning, Color::Green, Toggle::Set(W));
+    let set = CoordinationState::new(4, Stage::Transitioning, Color::Green, Toggle::Set(W));
     assert_eq!(shared.offer(set), Ok(Applied::Advanced));
     for t in [i64::MIN, W - 1, W, W + 1, i64::MAX] {
         let (b, g) = (blue.decide(t), green.decide(t));
@@ -89,7 +78,7 @@ fn stale_epoch_is_refused_and_the_last_good_state_kept() {
 #[test]
 fn duplicate_event_is_unchanged_and_does_not_invalidate_gates() {
     let shared = shared();
-    let s = state(2, Stage::Transitioning, Color::Green, Toggle::Proposed(W));
+    let s = CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::Proposed(W));
     assert_eq!(shared.offer(s), Ok(Applied::First));
     let generation = shared.generation();
     assert_eq!(shared.offer(s), Ok(Applied::Unchanged));
@@ -103,9 +92,10 @@ fn duplicate_event_is_unchanged_and_does_not_invalidate_gates() {
 fn out_of_order_delivery_keeps_the_newer_state() {
     let shared = shared();
     let mut blue = Gate::new(Color::Blue, shared.clone());
-    let proposed = state(2, Stage::Transitioning, Color::Green, Toggle::Proposed(W));
-    let set = state(2, Stage::Transitioning, Color::Green, Toggle::Set(W));
-    let not_set = state(2, Stage::Transitioning, Color::Green, Toggle::NotSet);
+    let proposed =
+        CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::Proposed(W));
+    let set = CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::Set(W));
+    let not_set = CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::NotSet);
     shared.offer(set).expect("first");
     for late in [proposed, not_set] {
         let error = shared.offer(late).expect_err("behind the current state");
@@ -125,7 +115,7 @@ fn skipped_intermediate_states_are_accepted() {
     let shared = shared();
     shared.offer(running(1, Color::Blue)).expect("first");
     // The gate missed epoch 2's TRANSITIONING and PROPOSED states (a coalesced watch).
-    let set = state(2, Stage::Transitioning, Color::Green, Toggle::Set(W));
+    let set = CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::Set(W));
     assert_eq!(shared.offer(set), Ok(Applied::Advanced));
     // And then a whole epoch.
     assert_eq!(shared.offer(running(4, Color::Blue)), Ok(Applied::Advanced));
@@ -142,7 +132,7 @@ fn invalid_value_then_valid_value() {
     assert_eq!((error.kind(), error.key()), ("InvalidValue", keys::STAGE));
     assert_eq!(gate.decide(1), Decision::Pass, "last good state kept");
 
-    let next = state(2, Stage::Transitioning, Color::Green, Toggle::NotSet);
+    let next = CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::NotSet);
     assert_eq!(shared.offer_data(&next.to_data()), Ok(Applied::Advanced));
     assert_eq!(gate.decide(1), Decision::Pass);
     assert_eq!(
@@ -156,7 +146,7 @@ fn invalid_value_then_valid_value() {
 fn an_invalid_first_state_leaves_gates_holding() {
     let shared = shared();
     let mut gate = Gate::new(Color::Blue, shared.clone());
-    let bad = state(1, Stage::Running, Color::Blue, Toggle::Set(W));
+    let bad = CoordinationState::new(1, Stage::Running, Color::Blue, Toggle::Set(W));
     assert_eq!(shared.offer(bad).map_err(|e| e.kind()), Err("Inconsistent"));
     assert_eq!(
         shared.offer_data(&BTreeMap::new()).map_err(|e| e.kind()),
@@ -180,7 +170,8 @@ fn staleness_holds_during_a_transition_only() {
         "steady state ignores staleness"
     );
 
-    let transitioning = state(2, Stage::Transitioning, Color::Green, Toggle::NotSet);
+    let transitioning =
+        CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::NotSet);
     shared.offer(transitioning).expect("step");
     assert!(!shared.is_stale());
     assert_eq!(blue.decide(0), Decision::Pass);
@@ -202,7 +193,7 @@ fn decide_or_wait_blocks_until_a_deciding_state() {
     let shared = shared();
     let mut green = Gate::new(Color::Green, shared.clone());
     shared
-        .offer(state(
+        .offer(CoordinationState::new(
             2,
             Stage::Transitioning,
             Color::Green,
@@ -215,7 +206,7 @@ fn decide_or_wait_blocks_until_a_deciding_state() {
             std::thread::sleep(Duration::from_millis(30));
             // A raise of W is not enough for the incoming color; setting it is.
             shared
-                .offer(state(
+                .offer(CoordinationState::new(
                     2,
                     Stage::Transitioning,
                     Color::Green,
@@ -224,7 +215,7 @@ fn decide_or_wait_blocks_until_a_deciding_state() {
                 .expect("raise");
             std::thread::sleep(Duration::from_millis(30));
             shared
-                .offer(state(
+                .offer(CoordinationState::new(
                     2,
                     Stage::Transitioning,
                     Color::Green,
@@ -294,7 +285,7 @@ async fn decide_or_wait_async_waits_and_times_out() {
 fn counters_batch_and_restore() {
     let shared = shared();
     shared
-        .offer(state(
+        .offer(CoordinationState::new(
             2,
             Stage::Transitioning,
             Color::Green,
@@ -363,7 +354,12 @@ fn metrics_aggregate_per_color() {
         "duplicate registration is an error"
     );
     shared
-        .offer(state(2, Stage::Transitioning, Color::Green, Toggle::NotSet))
+        .offer(CoordinationState::new(
+            2,
+            Stage::Transitioning,
+            Color::Green,
+            Toggle::NotSet,
+        ))
         .expect("first");
     let mut a = Gate::new(Color::Blue, shared.clone());
     let mut b = Gate::new(Color::Blue, shared.clone());
@@ -372,7 +368,7 @@ fn metrics_aggregate_per_color() {
     b.decide(30);
     g.decide(5);
     shared
-        .offer(state(
+        .offer(CoordinationState::new(
             2,
             Stage::Transitioning,
             Color::Green,
@@ -446,7 +442,7 @@ fn watch_events_feed_the_state_and_deletion_keeps_it() {
     let shared = shared();
     let mut handler = EventHandler::new(shared.clone(), "orders-bluegreen".to_owned());
     let first = running(1, Color::Blue);
-    let next = state(2, Stage::Transitioning, Color::Green, Toggle::NotSet);
+    let next = CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::NotSet);
     handler.handle(Ok(Event::Init));
     handler.handle(Ok(Event::InitApply(configmap(
         "orders-bluegreen",
@@ -464,7 +460,8 @@ fn watch_events_feed_the_state_and_deletion_keeps_it() {
     handler.handle(Ok(Event::Apply(configmap("orders-bluegreen", 12, &next))));
     assert_eq!(shared.current(), Some(next));
     // A probe overtook the watch: the older watch event is skipped, not refused.
-    let proposed = state(2, Stage::Transitioning, Color::Green, Toggle::Proposed(W));
+    let proposed =
+        CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::Proposed(W));
     handler.handle_probe(Ok(Some(configmap("orders-bluegreen", 20, &proposed))));
     handler.handle(Ok(Event::Apply(configmap("orders-bluegreen", 15, &next))));
     assert_eq!(shared.current(), Some(proposed));
@@ -495,7 +492,7 @@ fn watch_events_feed_the_state_and_deletion_keeps_it() {
     handler.handle(Err(kube::runtime::watcher::Error::NoResourceVersion));
     assert_eq!(shared.stats().watch_errors, 1);
     // A re-created ConfigMap with a legal successor is applied.
-    let set = state(2, Stage::Transitioning, Color::Green, Toggle::Set(W));
+    let set = CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::Set(W));
     handler.handle(Ok(Event::Init));
     handler.handle(Ok(Event::InitApply(configmap(
         "orders-bluegreen",
@@ -547,10 +544,16 @@ fn accepted_data_keeps_only_accepted_raw_data() {
     assert_eq!(slot.borrow().as_ref().map(|(n, _)| *n), Some(1));
     // States offered without raw data leave the slot alone.
     shared
-        .offer(state(2, Stage::Transitioning, Color::Green, Toggle::NotSet))
+        .offer(CoordinationState::new(
+            2,
+            Stage::Transitioning,
+            Color::Green,
+            Toggle::NotSet,
+        ))
         .expect("step");
     assert_eq!(slot.borrow().as_ref().map(|(n, _)| *n), Some(1));
-    let next = state(2, Stage::Transitioning, Color::Green, Toggle::Proposed(W)).to_data();
+    let next = CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::Proposed(W))
+        .to_data();
     shared.offer_data(&next).expect("proposal");
     assert_eq!(
         slot.borrow().as_ref().map(|(n, d)| (*n, (**d).clone())),
@@ -559,10 +562,7 @@ fn accepted_data_keeps_only_accepted_raw_data() {
 }
 
 fn floored(floor: i64, state: CoordinationState) -> CoordinationState {
-    CoordinationState {
-        floor: Some(floor),
-        ..state
-    }
+    state.with_floor(Some(floor))
 }
 
 #[test]
@@ -667,7 +667,7 @@ fn a_snapshot_becomes_the_applied_state_line() {
     shared
         .offer(floored(
             500,
-            state(7, Stage::Transitioning, Color::Green, Toggle::Proposed(W)),
+            CoordinationState::new(7, Stage::Transitioning, Color::Green, Toggle::Proposed(W)),
         ))
         .expect("proposal");
     assert_eq!(blue.decide(998), Decision::Pass);

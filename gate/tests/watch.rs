@@ -14,17 +14,6 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 
 const NS: &str = "default";
 
-fn state(epoch: u64, stage: Stage, active: Color, toggle: Toggle) -> CoordinationState {
-    CoordinationState {
-        floor: None,
-        active,
-        deletion_delay_ms: 0,
-        stage,
-        toggle,
-        epoch,
-    }
-}
-
 fn configmap(name: &str, state: &CoordinationState) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
@@ -95,7 +84,7 @@ async fn source_follows_the_configmap_through_drops_410_and_deletion() {
     let client = server.client();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
     let name = configmap_name("orders");
-    let first = state(1, Stage::Running, Color::Blue, Toggle::NotSet);
+    let first = CoordinationState::new(1, Stage::Running, Color::Blue, Toggle::NotSet);
     api.create(&PostParams::default(), &configmap(&name, &first))
         .await
         .expect("create");
@@ -111,7 +100,8 @@ async fn source_follows_the_configmap_through_drops_410_and_deletion() {
     );
 
     // An update.
-    let proposed = state(2, Stage::Transitioning, Color::Green, Toggle::Proposed(100));
+    let proposed =
+        CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::Proposed(100));
     patch_state(&api, &name, &proposed).await;
     until("the proposal", &shared, |s| s.current() == Some(proposed)).await;
     assert_eq!(
@@ -132,7 +122,8 @@ async fn source_follows_the_configmap_through_drops_410_and_deletion() {
         Some(&1)
     );
     assert_eq!(shared.current(), Some(proposed));
-    let raised = state(2, Stage::Transitioning, Color::Green, Toggle::Proposed(150));
+    let raised =
+        CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::Proposed(150));
     patch_state(&api, &name, &raised).await;
     until("the raise", &shared, |s| s.current() == Some(raised)).await;
 
@@ -146,7 +137,7 @@ async fn source_follows_the_configmap_through_drops_410_and_deletion() {
 
     // Forced watch drop: the watcher resumes and sees the next update.
     server.faults().close_watches();
-    let set = state(2, Stage::Transitioning, Color::Green, Toggle::Set(150));
+    let set = CoordinationState::new(2, Stage::Transitioning, Color::Green, Toggle::Set(150));
     patch_state(&api, &name, &set).await;
     until("W set after a watch drop", &shared, |s| {
         s.current() == Some(set)
@@ -170,7 +161,8 @@ async fn source_follows_the_configmap_through_drops_410_and_deletion() {
         s.stats().watch_restarts > restarts
     })
     .await;
-    let teardown = state(2, Stage::ClearToTeardown, Color::Green, Toggle::Set(150));
+    let teardown =
+        CoordinationState::new(2, Stage::ClearToTeardown, Color::Green, Toggle::Set(150));
     patch_state(&api, &name, &teardown).await;
     until("the update after the re-list", &shared, |s| {
         s.current() == Some(teardown)
@@ -189,10 +181,8 @@ async fn source_follows_the_configmap_through_drops_410_and_deletion() {
     assert_eq!(shared.current(), Some(teardown));
     assert_eq!(green.decide(151), Decision::Pass);
     // Completing the handover makes W the floor.
-    let running = CoordinationState {
-        floor: Some(150),
-        ..state(2, Stage::Running, Color::Green, Toggle::NotSet)
-    };
+    let running = CoordinationState::new(2, Stage::Running, Color::Green, Toggle::NotSet)
+        .with_floor(Some(150));
     api.create(&PostParams::default(), &configmap(&name, &running))
         .await
         .expect("re-create");
@@ -215,7 +205,8 @@ async fn a_quiet_watch_is_confirmed_by_probes_and_an_unreachable_server_makes_it
     let client = server.client();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
     let name = configmap_name("payments");
-    let transitioning = state(3, Stage::Transitioning, Color::Blue, Toggle::NotSet);
+    let transitioning =
+        CoordinationState::new(3, Stage::Transitioning, Color::Blue, Toggle::NotSet);
     api.create(&PostParams::default(), &configmap(&name, &transitioning))
         .await
         .expect("create");

@@ -14,17 +14,6 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 const NS: &str = "default";
 const BOUND: Duration = Duration::from_secs(10);
 
-fn state(epoch: u64, stage: Stage, active: Color, toggle: Toggle) -> CoordinationState {
-    CoordinationState {
-        floor: None,
-        active,
-        deletion_delay_ms: 0,
-        stage,
-        toggle,
-        epoch,
-    }
-}
-
 fn json(state: &CoordinationState) -> String {
     serde_json::to_string(&state.to_data()).expect("json")
 }
@@ -51,7 +40,7 @@ fn subtasks_share_one_watch_per_configmap_and_the_last_release_stops_it() {
     };
     let name = configmap_name("orders");
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    let first = state(1, Stage::Running, Color::Blue, Toggle::NotSet);
+    let first = CoordinationState::new(1, Stage::Running, Color::Blue, Toggle::NotSet);
     let configmap = ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.clone()),
@@ -139,7 +128,7 @@ fn a_wait_times_out_without_a_change_and_ends_at_once_on_release() {
             .is_none(),
         "nothing offered yet"
     );
-    let running = state(1, Stage::Running, Color::Blue, Toggle::NotSet);
+    let running = CoordinationState::new(1, Stage::Running, Color::Blue, Toggle::NotSet);
     assert!(watches.offer(handle.id(), &json(&running)).expect("offer"));
     let current = watches
         .await_data(handle.id(), 0, BOUND)
@@ -181,12 +170,13 @@ fn a_wait_times_out_without_a_change_and_ends_at_once_on_release() {
 fn offers_keep_the_last_good_data_and_only_manual_watches_take_them() {
     let watches = Watches::new();
     let handle = watches.open_manual("offers");
-    let mut running = state(3, Stage::Running, Color::Green, Toggle::NotSet).to_data();
+    let mut running =
+        CoordinationState::new(3, Stage::Running, Color::Green, Toggle::NotSet).to_data();
     running.insert("is-first-deployment".into(), "false".into());
     let running_json = serde_json::to_string(&running).expect("json");
     assert!(watches.offer(handle.id(), &running_json).expect("offer"));
     // An older epoch and a malformed value are refused; the data stays.
-    let stale = state(2, Stage::Running, Color::Blue, Toggle::NotSet);
+    let stale = CoordinationState::new(2, Stage::Running, Color::Blue, Toggle::NotSet);
     assert!(!watches.offer(handle.id(), &json(&stale)).expect("offer"));
     assert!(
         !watches
@@ -228,7 +218,7 @@ fn a_native_gate_decides_records_and_batches_by_the_rule() {
     let handle = watches.open_manual("gate");
     let mut blue = NativeGate::new(&handle, Color::Blue);
     assert_eq!(blue.decide(0), Decision::Hold, "no state yet");
-    let set = state(4, Stage::Transitioning, Color::Green, Toggle::Set(100));
+    let set = CoordinationState::new(4, Stage::Transitioning, Color::Green, Toggle::Set(100));
     assert!(watches.offer(handle.id(), &json(&set)).expect("offer"));
     assert_eq!(
         (blue.decide(100), blue.decide(101)),

@@ -110,6 +110,35 @@ impl CoordinationState {
         }
     }
 
+    /// A state of `epoch` in `stage` with `active` and `toggle`, no deletion delay and no floor
+    /// (add them with [`Self::with_deletion_delay_ms`] and [`Self::with_floor`]). Not validated:
+    /// tests build illegal states with it too; [`Self::validate`] checks one.
+    pub const fn new(epoch: u64, stage: Stage, active: Color, toggle: Toggle) -> Self {
+        Self {
+            active,
+            deletion_delay_ms: 0,
+            stage,
+            toggle,
+            epoch,
+            floor: None,
+        }
+    }
+
+    /// This state with `deployment-deletion-delay-ms` set to `deletion_delay_ms`.
+    #[must_use]
+    pub const fn with_deletion_delay_ms(self, deletion_delay_ms: u64) -> Self {
+        Self {
+            deletion_delay_ms,
+            ..self
+        }
+    }
+
+    /// This state with the floor `floor` (`None`: no floor).
+    #[must_use]
+    pub const fn with_floor(self, floor: Option<i64>) -> Self {
+        Self { floor, ..self }
+    }
+
     /// Parses ConfigMap data strictly. Unknown keys are ignored (forward compatibility); a
     /// missing key, a misspelled value, a malformed or negative number, or keys that contradict
     /// each other give an error naming the key.

@@ -18,19 +18,8 @@ const NS: &str = "default";
 /// Every wait on a condition is bounded by this.
 const BOUND: Duration = Duration::from_secs(10);
 
-fn state(epoch: u64, stage: Stage, active: Color, toggle: Toggle) -> CoordinationState {
-    CoordinationState {
-        floor: None,
-        active,
-        deletion_delay_ms: 0,
-        stage,
-        toggle,
-        epoch,
-    }
-}
-
 fn running_blue() -> CoordinationState {
-    state(1, Stage::Running, Color::Blue, Toggle::NotSet)
+    CoordinationState::new(1, Stage::Running, Color::Blue, Toggle::NotSet)
 }
 
 /// A local API server, a ConfigMap source and a sidecar serving on a free loopback port.

@@ -8,14 +8,7 @@ pub const TOGGLE_VALUES: [i64; 5] = [i64::MIN, -1, 0, 1_700_000_000_000, i64::MA
 
 /// A state with the given fields and a fixed epoch and deletion delay.
 pub fn state(stage: Stage, toggle: Toggle, active: Color) -> CoordinationState {
-    CoordinationState {
-        floor: None,
-        active,
-        deletion_delay_ms: 60_000,
-        stage,
-        toggle,
-        epoch: 7,
-    }
+    CoordinationState::new(7, stage, active, toggle).with_deletion_delay_ms(60_000)
 }
 
 /// A toggle of the given watermark stage carrying `w` (ignored for `WATERMARK_NOT_SET`).
