@@ -1,39 +1,16 @@
 //! The child `FlinkDeployment`s (flink.apache.org/v1beta1) built from the template (pure).
 
 use bluegreen_protocol::Color;
+use bluegreen_protocol::wire::{flink_config, flink_deployment};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::error::Error;
 use crate::injection::{self, GateTarget};
+pub use crate::names::{
+    ANNOTATION_TEMPLATE_HASH, LABEL_COLOR, LABEL_DEPLOYMENT, LABEL_UPSTREAM_TYPE, child_name,
+};
 use crate::resource::{FlinkBlueGreenDeploymentSpec, FlinkDeploymentTemplate, SidecarInjection};
-
-/// API version of the Apache Flink operator's resource.
-pub const API_VERSION: &str = "flink.apache.org/v1beta1";
-/// Kind of the Apache Flink operator's resource.
-pub const KIND: &str = "FlinkDeployment";
-/// Label: the owning `FlinkBlueGreenDeployment`'s name.
-pub const LABEL_DEPLOYMENT: &str = "bluegreen.dev/deployment";
-/// Label: the child's color (`blue`/`green`).
-pub const LABEL_COLOR: &str = "bluegreen.dev/color";
-/// Label used by the Apache operator's own blue/green (kept for tooling that knows it).
-pub const LABEL_UPSTREAM_TYPE: &str = "flink/blue-green-deployment-type";
-/// Annotation: hash of the template the child runs.
-pub const ANNOTATION_TEMPLATE_HASH: &str = "bluegreen.dev/template-hash";
-/// Flink configuration keys read by the gates in the job.
-pub mod gate_config {
-    /// The gate's color.
-    pub const COLOR: &str = "bluegreen.gate.color";
-    /// The coordination ConfigMap's name.
-    pub const CONFIGMAP: &str = "bluegreen.gate.configmap";
-    /// The coordination ConfigMap's namespace.
-    pub const NAMESPACE: &str = "bluegreen.gate.namespace";
-}
-
-/// The name of the child of `color`.
-pub fn child_name(deployment: &str, color: Color) -> String {
-    format!("{deployment}-{}", color.suffix())
-}
 
 /// A stable hash of the template, without `job.state` (suspend/resume is applied in place, not by
 /// a handover).
@@ -104,9 +81,9 @@ pub fn build(
         .get_or_insert_with(|| "savepoint".into());
     let configmap = bluegreen_protocol::configmap_name(ctx.deployment);
     for (k, v) in [
-        (gate_config::COLOR, color.as_str()),
-        (gate_config::CONFIGMAP, configmap.as_str()),
-        (gate_config::NAMESPACE, ctx.namespace),
+        (flink_config::COLOR, color.as_str()),
+        (flink_config::CONFIGMAP, configmap.as_str()),
+        (flink_config::NAMESPACE, ctx.namespace),
     ] {
         child_spec
             .flink_configuration
@@ -141,8 +118,8 @@ pub fn build(
         .collect();
     annotations.insert(ANNOTATION_TEMPLATE_HASH.into(), template_hash.into());
     Ok(json!({
-        "apiVersion": API_VERSION,
-        "kind": KIND,
+        "apiVersion": flink_deployment::API_VERSION,
+        "kind": flink_deployment::KIND,
         "metadata": {
             "name": child_name(ctx.deployment, color),
             "namespace": ctx.namespace,
@@ -192,11 +169,11 @@ mod tests {
         assert_eq!(child["spec"]["job"]["initialSavepointPath"], "file:///sp/1");
         assert_eq!(child["spec"]["job"]["jarURI"], "local:///job.jar");
         assert_eq!(
-            child["spec"]["flinkConfiguration"][gate_config::COLOR],
+            child["spec"]["flinkConfiguration"][flink_config::COLOR],
             "GREEN"
         );
         assert_eq!(
-            child["spec"]["flinkConfiguration"][gate_config::CONFIGMAP],
+            child["spec"]["flinkConfiguration"][flink_config::CONFIGMAP],
             "orders-bluegreen"
         );
         let env = &child["spec"]["podTemplate"]["spec"]["containers"][0]["env"];

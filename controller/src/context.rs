@@ -1,5 +1,6 @@
 //! What every reconcile shares.
 
+use bluegreen_protocol::wire::flink_deployment;
 use kube::api::ApiResource;
 use kube::core::GroupVersionKind;
 use kube::runtime::events::{Recorder, Reporter};
@@ -57,7 +58,11 @@ impl Context {
 /// The Apache operator's `FlinkDeployment` as a dynamic resource.
 pub fn flink_deployment_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("flink.apache.org", "v1beta1", crate::child::KIND),
-        "flinkdeployments",
+        &GroupVersionKind::gvk(
+            flink_deployment::GROUP,
+            flink_deployment::VERSION,
+            flink_deployment::KIND,
+        ),
+        flink_deployment::PLURAL,
     )
 }

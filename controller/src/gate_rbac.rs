@@ -14,8 +14,8 @@ use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde_json::Value;
 
-use crate::child::{LABEL_COLOR, LABEL_DEPLOYMENT, child_name};
 use crate::error::Error;
+use crate::names::{LABEL_COLOR, LABEL_DEPLOYMENT, child_name};
 use crate::resource::FlinkDeploymentSpec;
 
 /// The service account of a FlinkDeployment without `spec.serviceAccount` (the Apache operator's

@@ -32,18 +32,7 @@ pub const LOOPBACK: &str = "127.0.0.1";
 
 /// Environment variables of the gate's side (the sidecar reads them as its configuration, the
 /// JNI shim and the example job read them in the TaskManager's main container).
-pub mod env {
-    /// The child's color (`BLUE`/`GREEN`).
-    pub const COLOR: &str = "BLUEGREEN_COLOR";
-    /// The coordination ConfigMap's name.
-    pub const CONFIGMAP: &str = "BLUEGREEN_CONFIGMAP";
-    /// The coordination ConfigMap's namespace.
-    pub const NAMESPACE: &str = "BLUEGREEN_NAMESPACE";
-    /// The sidecar's base URL, for the job's `SidecarStateSource` (main container only).
-    pub const SIDECAR_URL: &str = "BLUEGREEN_SIDECAR_URL";
-    /// Where the sidecar listens (sidecar container only).
-    pub const LISTEN: &str = "BLUEGREEN_LISTEN";
-}
+pub use bluegreen_protocol::wire::env;
 
 /// Where the user's pod templates are, as named in errors.
 const COMMON_TEMPLATE_FIELD: &str = "spec.template.spec.podTemplate";

@@ -19,6 +19,7 @@ pub mod handover;
 pub mod injection;
 pub mod leader;
 pub mod metrics;
+pub mod names;
 pub mod observe;
 pub mod observed;
 pub mod reconcile;

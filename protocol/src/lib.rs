@@ -5,6 +5,8 @@
 //! - [`decide`] / [`Rule`]: the gate's per-record rule (pass, drop or hold).
 //! - [`check_transition`]: which updates of the state are legal.
 //! - [`GateReport`]: a gate's acknowledgement, the value of its `bluegreenGateAppliedState` gauge.
+//! - [`wire`]: the Flink configuration keys, environment variables, metric names and the
+//!   `FlinkDeployment` resource that the controller, the gates and the Java library share.
 //!
 //! Data and pure functions only: no I/O, no async runtime. The specification is
 //! `docs/protocol.md`; the JSON vectors under `protocol/vectors/` pin it for other languages.
@@ -16,6 +18,7 @@ mod report;
 mod state;
 mod transition;
 mod vocabulary;
+pub mod wire;
 
 pub use decide::{Decision, Rule, decide};
 pub use error::ProtocolError;

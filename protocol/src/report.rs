@@ -13,7 +13,7 @@ use crate::vocabulary::{Color, Stage, WatermarkStage};
 
 /// The name of the String gauge every gate subtask registers in its operator metric group. The
 /// controller matches metric ids ending in it (`<operator>.bluegreenGateAppliedState`).
-pub const GATE_REPORT_METRIC: &str = "bluegreenGateAppliedState";
+pub const GATE_REPORT_METRIC: &str = crate::wire::metrics::APPLIED_STATE;
 
 /// The keys of a [`GateReport`] line, in the order they are written.
 pub mod report_keys {

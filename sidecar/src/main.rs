@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use anyhow::Context;
 use bluegreen_gate::{ConfigMapSource, SharedState, StateOptions};
 use bluegreen_protocol::Color;
+use bluegreen_protocol::wire::env;
 use bluegreen_sidecar::{Sidecar, SidecarOptions};
 use clap::Parser;
 
@@ -14,16 +15,16 @@ use clap::Parser;
 #[command(version, about)]
 struct Args {
     /// The coordination ConfigMap (`<deployment>-bluegreen`).
-    #[arg(long, env = "BLUEGREEN_CONFIGMAP")]
+    #[arg(long, env = env::CONFIGMAP)]
     configmap: String,
     /// Its namespace (default: the client's, i.e. the pod's namespace in a cluster).
-    #[arg(long, env = "BLUEGREEN_NAMESPACE")]
+    #[arg(long, env = env::NAMESPACE)]
     namespace: Option<String>,
     /// The pod's color, the default of `/v1/decide` (BLUE or GREEN).
-    #[arg(long, env = "BLUEGREEN_COLOR", value_parser = parse_color)]
+    #[arg(long, env = env::COLOR, value_parser = parse_color)]
     color: Option<Color>,
     /// Where to listen. Keep it on loopback: only the pod's own JVM should read it.
-    #[arg(long, env = "BLUEGREEN_LISTEN", default_value = "127.0.0.1:8787")]
+    #[arg(long, env = env::LISTEN, default_value = "127.0.0.1:8787")]
     listen: SocketAddr,
 }
 

@@ -52,7 +52,7 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
     private static final long serialVersionUID = 1L;
     private static final Logger LOG = LoggerFactory.getLogger(GateProcessFunction.class);
 
-    /** Metric names (operator scope). */
+    /** Metric names (operator scope); protocol/vectors/wire-names.json pins them with bluegreen_protocol::wire::metrics. */
     public static final String METRIC_PASSED = "bluegreenGatePassed";
     public static final String METRIC_DROPPED = "bluegreenGateDropped";
     public static final String METRIC_DROPPED_LATE = "bluegreenGateDroppedLate";

@@ -37,6 +37,7 @@ public final class TestRunner {
 
     public static void main(String[] args) {
         ProtocolVectorsTest.register();
+        WireNamesTest.register();
         TransitionsTest.register();
         JsonTest.register();
         GateProcessFunctionTest.register();
