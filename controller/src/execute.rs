@@ -1,5 +1,5 @@
-//! Applies a plan: the status first (intent), then each action in order (I/O only). A child is
-//! applied after its gates' Role and RoleBinding.
+//! Applies a plan (a handover's or a deletion's): the status first (intent), then each action in
+//! order (I/O only). A child is applied after its gates' Role and RoleBinding.
 
 use bluegreen_protocol::{Color, CoordinationState, check_transition, configmap_name};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -28,9 +28,10 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
     let children: Api<DynamicObject> =
         Api::namespaced_with(ctx.client.clone(), &namespace, &flink_deployment_resource());
     let mut current = fbgd.clone();
-    if fbgd.status.as_ref() != Some(&plan.status) {
+    if fbgd.status.clone().unwrap_or_default() != plan.status {
         current = write_status(&api, &current, plan.status.clone()).await?;
     }
+
     publish(ctx, fbgd, &plan.notes).await;
     for action in &plan.actions {
         tracing::info!(deployment = %name, ?action, "executing");
@@ -97,13 +98,35 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
                 api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await?;
             }
+            Action::Orphan(color) => orphan(&children, &child_name(&name, *color)).await?,
+            Action::DeleteConfigMap => {
+                let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+                delete_if_present(&configmaps, &configmap_name(&name)).await?;
+            }
+            Action::TriggerFinalSavepoint { color, trigger_id } => {
+                trigger_savepoint(ctx, &children, fbgd, *color, trigger_id).await?;
+            }
+            Action::AwaitFinalSavepoint => return Err(Error::FinalSavepointPending(name)),
         }
     }
     Ok(())
 }
 
+/// Drops the owner references of the child `name`, so it outlives the resource; a missing
+/// child is already gone.
+async fn orphan(children: &Api<DynamicObject>, name: &str) -> Result<()> {
+    let patch = json!({"metadata": {"ownerReferences": null}});
+    match children
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        result => result.map(drop).map_err(Error::from),
+    }
+}
+
 /// Deletes `name` (background propagation); a missing object is already deleted.
-pub(crate) async fn delete_if_present<K>(api: &Api<K>, name: &str) -> Result<()>
+async fn delete_if_present<K>(api: &Api<K>, name: &str) -> Result<()>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -288,7 +311,7 @@ fn event_action(message: &str) -> String {
 }
 
 /// Publishes `notes` as Kubernetes Events about `fbgd` (best effort: failures are logged).
-pub(crate) async fn publish(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, notes: &[Note]) {
+async fn publish(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, notes: &[Note]) {
     let reference = fbgd.object_ref(&());
     for note in notes {
         let event = Event {

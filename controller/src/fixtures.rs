@@ -44,6 +44,7 @@ pub fn observed() -> Observed {
     Observed {
         now: "2026-01-01T00:00:00Z".parse().expect("timestamp"),
         generation: 1,
+        uid: "uid-1".into(),
         settings: settings(|_| {}),
         template_hash: "h1".into(),
         initial_savepoint: None,

@@ -1,5 +1,6 @@
 //! What one reconcile saw: the resource, its children, the ConfigMap and what Flink's REST API
-//! reported. Gathered by `observe`, consumed by the pure `handover::plan`.
+//! reported. Gathered by `observe` (or `observe_deletion`), consumed by the pure `handover::plan`
+//! (or `handover::plan_cleanup`).
 
 use bluegreen_protocol::{Color, CoordinationState, GateReport};
 use jiff::Timestamp;
@@ -175,6 +176,8 @@ pub struct Observed {
     pub now: Timestamp,
     /// `metadata.generation`.
     pub generation: i64,
+    /// `metadata.uid` (the final savepoint's trigger id derives from it).
+    pub uid: String,
     /// The validated settings, or why the spec is invalid.
     pub settings: Result<Settings, (String, String)>,
     /// Hash of `spec.template` without `job.state` (which is applied in place).

@@ -1,33 +1,27 @@
-//! The kube-runtime wiring: reconcile (observe → plan → execute), cleanup per deletion policy,
-//! error policy and the `Controller` itself.
+//! The kube-runtime wiring: apply (observe → `plan` → execute), cleanup (observe →
+//! `plan_cleanup` → execute), the error policy and the `Controller` itself.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bluegreen_protocol::{Color, Stage, configmap_name};
+use bluegreen_protocol::{Color, Stage};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::{Action as Requeue, Controller};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::watcher;
-use serde_json::json;
 
-use crate::child::child_name;
 use crate::context::{Context, FINALIZER, flink_deployment_resource};
 use crate::error::{Error, Result};
-use crate::execute::{delete_if_present, execute, publish};
-use crate::flink_rest::FlinkRest;
-use crate::handover::{Note, plan};
-use crate::observe::observe;
-use crate::resource::{DeletionPolicy, FlinkBlueGreenDeployment};
+use crate::execute::execute;
+use crate::handover::{plan, plan_cleanup};
+use crate::observe::{observe, observe_deletion};
+use crate::resource::FlinkBlueGreenDeployment;
 
 /// The longest one reconcile may take.
 const RECONCILE_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// Annotation holding the trigger id of the final savepoint taken on deletion.
-const FINAL_SAVEPOINT: &str = "bluegreen.dev/final-savepoint-trigger";
 
 /// Reconciles one resource, wrapped in the cleanup finalizer.
 pub async fn reconcile(fbgd: Arc<FlinkBlueGreenDeployment>, ctx: Arc<Context>) -> Result<Requeue> {
@@ -117,116 +111,15 @@ fn record_metrics(
     }
 }
 
-/// Runs the deletion policy. Idempotent, and correct when `apply` never ran.
+/// Runs the deletion policy (observe → `plan_cleanup` → execute). Idempotent, and correct when
+/// `apply` never ran. Under `savepointThenDelete` it fails with `FinalSavepointPending` until the
+/// final savepoint has ended: kube's finalizer helper keeps the finalizer only when cleanup
+/// returns an error.
+#[tracing::instrument(skip_all, fields(deployment = %fbgd.name_any(), namespace = fbgd.namespace().unwrap_or_default()))]
 async fn cleanup(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Requeue> {
-    let namespace = fbgd
-        .namespace()
-        .ok_or(Error::MissingMetadata("namespace"))?;
-    let name = fbgd.name_any();
-    let children: Api<DynamicObject> =
-        Api::namespaced_with(ctx.client.clone(), &namespace, &flink_deployment_resource());
-    match fbgd.spec.coordination.on_delete {
-        DeletionPolicy::Orphan => {
-            for color in Color::ALL {
-                let patch = json!({"metadata": {"ownerReferences": null}});
-                match children
-                    .patch(
-                        &child_name(&name, *color),
-                        &PatchParams::default(),
-                        &Patch::Merge(&patch),
-                    )
-                    .await
-                {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(status)) if status.is_not_found() => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            return Ok(Requeue::await_change());
-        }
-        DeletionPolicy::SavepointThenDelete => {
-            if final_savepoint(fbgd, ctx, &namespace).await? {
-                return Err(Error::FinalSavepointPending(fbgd.name_any()));
-            }
-        }
-        DeletionPolicy::Delete => {}
-    }
-    for color in Color::ALL {
-        delete_if_present(&children, &child_name(&name, *color)).await?;
-    }
-    let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
-    delete_if_present(&configmaps, &configmap_name(&name)).await?;
+    let observed = observe_deletion(ctx, fbgd).await?;
+    execute(ctx, fbgd, &plan_cleanup(&observed)).await?;
     Ok(Requeue::await_change())
-}
-
-/// Takes a savepoint of the active job before deletion; `true` while it is in progress.
-async fn final_savepoint(
-    fbgd: &FlinkBlueGreenDeployment,
-    ctx: &Context,
-    namespace: &str,
-) -> Result<bool> {
-    let Some(active) = fbgd.status.as_ref().and_then(|s| s.active_color) else {
-        return Ok(false);
-    };
-    let child = child_name(&fbgd.name_any(), active);
-    let children: Api<DynamicObject> =
-        Api::namespaced_with(ctx.client.clone(), namespace, &flink_deployment_resource());
-    let Some(job_id) = children.get_opt(&child).await?.and_then(|c| {
-        c.data
-            .pointer("/status/jobStatus/jobId")
-            .and_then(|v| v.as_str().map(str::to_owned))
-    }) else {
-        return Ok(false);
-    };
-    let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, namespace, &child);
-    let api: Api<FlinkBlueGreenDeployment> = Api::namespaced(ctx.client.clone(), namespace);
-    let note = |reason: &'static str, message: String, warning: bool| Note {
-        warning,
-        reason,
-        message,
-    };
-    match fbgd.annotations().get(FINAL_SAVEPOINT) {
-        None => {
-            // One final savepoint per resource, however often this is retried.
-            let seed = format!(
-                "bluegreen-final-savepoint/{}",
-                fbgd.uid().unwrap_or_default()
-            );
-            let trigger = rest
-                .trigger_savepoint(
-                    &job_id,
-                    fbgd.spec.coordination.savepoint.target_directory.as_deref(),
-                    &crate::flink_rest::trigger_id(&seed),
-                )
-                .await?;
-            let patch = json!({"metadata": {"annotations": {FINAL_SAVEPOINT: trigger}}});
-            api.patch(
-                &fbgd.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await?;
-            Ok(true)
-        }
-        Some(trigger) => {
-            let obs = rest.observe(&job_id, Some(trigger)).await?;
-            let done = match obs.savepoint {
-                Some(crate::observed::SavepointObs::Completed(path)) => note(
-                    "FinalSavepoint",
-                    format!("final savepoint of the {} job at {path}", active.suffix()),
-                    false,
-                ),
-                Some(crate::observed::SavepointObs::Failed(why)) => note(
-                    "FinalSavepointFailed",
-                    format!("final savepoint failed ({why}); deleting anyway"),
-                    true,
-                ),
-                _ => return Ok(true),
-            };
-            publish(ctx, fbgd, std::slice::from_ref(&done)).await;
-            Ok(false)
-        }
-    }
 }
 
 /// Requeues failed reconciles with a short backoff and counts them by kind.

@@ -22,6 +22,8 @@ use crate::settings::{Settings, ToggleRule};
 
 use repair::{repaired, summary};
 
+pub use cleanup::{final_savepoint_trigger_id, plan_cleanup};
+
 /// How many finished handovers the status keeps.
 pub const HISTORY_LEN: usize = 10;
 
@@ -71,6 +73,22 @@ pub enum Action {
     },
     /// Remove the `bluegreen.dev/action` annotation (the operation was handled or refused).
     ClearManualAction,
+    /// Deletion with `onDelete: orphan`: drop the owner reference of the child of `color`, so
+    /// its job outlives the resource.
+    Orphan(Color),
+    /// Delete the coordination ConfigMap.
+    DeleteConfigMap,
+    /// Trigger the final savepoint of the child of `color` under `trigger_id`, which derives
+    /// from the resource's uid: a retried cleanup takes one savepoint.
+    TriggerFinalSavepoint {
+        /// The active child's color.
+        color: Color,
+        /// The trigger id Flink deduplicates the request by.
+        trigger_id: String,
+    },
+    /// Keep the finalizer: the cleanup fails with `FinalSavepointPending` (and is retried) until
+    /// the final savepoint has ended.
+    AwaitFinalSavepoint,
 }
 
 /// A Kubernetes Event to publish.
@@ -1284,6 +1302,7 @@ impl Planner<'_> {
     }
 }
 
+mod cleanup;
 mod repair;
 #[cfg(test)]
 mod tests;
