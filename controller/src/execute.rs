@@ -31,7 +31,12 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
     if fbgd.status.clone().unwrap_or_default() != plan.status {
         current = write_status(&api, &current, plan.status.clone()).await?;
     }
-
+    // Only now is the plan's status what the resource says: a failed write (a 409) counts
+    // nothing, and its replan counts the same handover once.
+    ctx.metrics.status_written(&namespace, &name, &plan.status);
+    if let Some(record) = &plan.finished {
+        ctx.metrics.handover_finished(record);
+    }
     publish(ctx, fbgd, &plan.notes).await;
     for action in &plan.actions {
         tracing::info!(deployment = %name, ?action, "executing");

@@ -1,8 +1,11 @@
 //! Prometheus metrics of the controller, registered once.
 
+use bluegreen_protocol::{Color, Stage};
 use prometheus::{
     Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
 };
+
+use crate::resource::{FlinkBlueGreenDeploymentStatus, TransitionRecord};
 
 /// The controller's metrics.
 #[derive(Clone)]
@@ -131,6 +134,59 @@ impl Metrics {
         }
     }
 
+    /// Sets the gauges of the resource `namespace/name` from its written `status`.
+    pub fn status_written(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: &FlinkBlueGreenDeploymentStatus,
+    ) {
+        for stage in Stage::ALL {
+            self.stage
+                .with_label_values(&[namespace, name, stage.as_str()])
+                .set(i64::from(status.stage == Some(*stage)));
+        }
+        let toggle = status.transition.as_ref().and_then(|t| t.toggle);
+        self.toggle
+            .with_label_values(&[namespace, name])
+            .set(toggle.unwrap_or(0));
+        for color in Color::ALL {
+            let waiting = status
+                .transition
+                .as_ref()
+                .is_some_and(|t| t.waiting_for_watermarks.iter().any(|w| w.color == *color));
+            self.waiting_for_watermark
+                .with_label_values(&[namespace, name, color.as_str()])
+                .set(i64::from(waiting));
+        }
+    }
+
+    /// Counts a finished handover; called once its record is in a written status.
+    pub fn handover_finished(&self, record: &TransitionRecord) {
+        self.handovers
+            .with_label_values(&[record.outcome.as_str()])
+            .inc();
+        if record.outcome == "Promoted" {
+            self.handover_duration.observe(record.duration_seconds);
+        }
+    }
+
+    /// Removes every series of the resource `namespace/name` (it was deleted).
+    pub fn forget(&self, namespace: &str, name: &str) {
+        // A series that was never set is not there to remove: nothing to do.
+        for stage in Stage::ALL {
+            let _ = self
+                .stage
+                .remove_label_values(&[namespace, name, stage.as_str()]);
+        }
+        let _ = self.toggle.remove_label_values(&[namespace, name]);
+        for color in Color::ALL {
+            let _ =
+                self.waiting_for_watermark
+                    .remove_label_values(&[namespace, name, color.as_str()]);
+        }
+    }
+
     /// The text exposition of every metric.
     pub fn render(&self) -> String {
         prometheus::TextEncoder::new()
@@ -142,5 +198,111 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bluegreen_protocol::{Color, Stage};
+
+    use super::Metrics;
+    use crate::resource::{
+        FlinkBlueGreenDeploymentStatus, Phase, Transition, TransitionRecord, WatermarkWait,
+    };
+
+    fn status() -> FlinkBlueGreenDeploymentStatus {
+        FlinkBlueGreenDeploymentStatus {
+            stage: Some(Stage::Transitioning),
+            transition: Some(Transition {
+                from: Some(Color::Blue),
+                to: Color::Green,
+                epoch: 1,
+                template_hash: "h2".into(),
+                generation: 2,
+                redeploy_nonce: None,
+                phase: Phase::ToggleSet,
+                toggle: Some(70_000),
+                savepoint_trigger_id: None,
+                restore_path: None,
+                savepoint_attempts: 0,
+                started_at: "2026-01-01T00:00:00Z".into(),
+                phase_started_at: "2026-01-01T00:00:00Z".into(),
+                abort_reason: None,
+                stop: crate::resource::OutgoingStop::default(),
+                waiting_for_watermarks: vec![WatermarkWait {
+                    color: Color::Green,
+                    watermark: None,
+                    toggle: 70_000,
+                }],
+                past_w_by_idleness: Vec::new(),
+                forward_repair: None,
+            }),
+            ..FlinkBlueGreenDeploymentStatus::default()
+        }
+    }
+
+    fn series_of(metrics: &Metrics, name: &str) -> Vec<String> {
+        metrics
+            .render()
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.contains(&format!("name=\"{name}\"")))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn a_written_status_sets_the_gauges_and_deletion_removes_every_series_of_that_resource() {
+        let metrics = Metrics::new();
+        metrics.status_written("ns", "orders", &status());
+        metrics.status_written("ns", "payments", &status());
+        let text = metrics.render();
+        assert!(
+            text.contains(r#"bluegreen_controller_stage{name="orders",namespace="ns",stage="TRANSITIONING"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"bluegreen_controller_watermark_toggle_value{name="orders",namespace="ns"} 70000"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"bluegreen_controller_waiting_for_watermark{color="GREEN",name="orders",namespace="ns"} 1"#),
+            "{text}"
+        );
+        // stage × 5, toggle, waiting × 2.
+        assert_eq!(series_of(&metrics, "orders").len(), Stage::ALL.len() + 3);
+        metrics.forget("ns", "orders");
+        assert_eq!(series_of(&metrics, "orders"), Vec::<String>::new());
+        assert_eq!(
+            series_of(&metrics, "payments").len(),
+            Stage::ALL.len() + 3,
+            "another resource's series stay"
+        );
+        metrics.forget("ns", "never-seen");
+    }
+
+    #[test]
+    fn a_finished_handover_is_counted_by_outcome_and_a_promotion_timed() {
+        let metrics = Metrics::new();
+        let record = |outcome: &str| TransitionRecord {
+            epoch: 1,
+            from: Some(Color::Blue),
+            to: Color::Green,
+            toggle: Some(70_000),
+            outcome: outcome.into(),
+            reason: None,
+            past_w_by_idleness: Vec::new(),
+            forward_repair: None,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: "2026-01-01T00:01:00Z".into(),
+            duration_seconds: 60.0,
+        };
+        metrics.handover_finished(&record("Promoted"));
+        metrics.handover_finished(&record("Aborted"));
+        assert_eq!(metrics.handovers.with_label_values(&["Promoted"]).get(), 1);
+        assert_eq!(metrics.handovers.with_label_values(&["Aborted"]).get(), 1);
+        assert_eq!(metrics.handover_duration.get_sample_count(), 1);
+        assert!((metrics.handover_duration.get_sample_sum() - 60.0).abs() < f64::EPSILON);
     }
 }

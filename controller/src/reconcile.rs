@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bluegreen_protocol::{Color, Stage};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
@@ -59,56 +58,8 @@ pub async fn reconcile(fbgd: Arc<FlinkBlueGreenDeployment>, ctx: Arc<Context>) -
 async fn apply(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Requeue> {
     let observed = observe(ctx, fbgd).await?;
     let plan = plan(&observed);
-    record_metrics(ctx, fbgd, &plan.status);
     execute(ctx, fbgd, &plan).await?;
     Ok(Requeue::requeue(plan.requeue_after))
-}
-
-fn record_metrics(
-    ctx: &Context,
-    fbgd: &FlinkBlueGreenDeployment,
-    status: &crate::resource::FlinkBlueGreenDeploymentStatus,
-) {
-    let ns = fbgd.namespace().unwrap_or_default();
-    let name = fbgd.name_any();
-    for stage in Stage::ALL {
-        let current = i64::from(status.stage == Some(*stage));
-        ctx.metrics
-            .stage
-            .with_label_values(&[ns.as_str(), name.as_str(), stage.as_str()])
-            .set(current);
-    }
-    let toggle = status.transition.as_ref().and_then(|t| t.toggle);
-    ctx.metrics
-        .toggle
-        .with_label_values(&[ns.as_str(), name.as_str()])
-        .set(toggle.unwrap_or(0));
-    for color in [Color::Blue, Color::Green] {
-        let waiting = status
-            .transition
-            .as_ref()
-            .is_some_and(|t| t.waiting_for_watermarks.iter().any(|w| w.color == color));
-        ctx.metrics
-            .waiting_for_watermark
-            .with_label_values(&[ns.as_str(), name.as_str(), color.as_str()])
-            .set(i64::from(waiting));
-    }
-    let previous = fbgd.status.as_ref().map_or(0, |s| s.history.len());
-    let newest = status.history.first();
-    if let Some(record) = newest
-        && (status.history.len() > previous
-            || fbgd.status.as_ref().and_then(|s| s.history.first()) != Some(record))
-    {
-        ctx.metrics
-            .handovers
-            .with_label_values(&[record.outcome.as_str()])
-            .inc();
-        if record.outcome == "Promoted" {
-            ctx.metrics
-                .handover_duration
-                .observe(record.duration_seconds);
-        }
-    }
 }
 
 /// Runs the deletion policy (observe → `plan_cleanup` → execute). Idempotent, and correct when
@@ -119,6 +70,8 @@ fn record_metrics(
 async fn cleanup(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Requeue> {
     let observed = observe_deletion(ctx, fbgd).await?;
     execute(ctx, fbgd, &plan_cleanup(&observed)).await?;
+    ctx.metrics
+        .forget(&fbgd.namespace().unwrap_or_default(), &fbgd.name_any());
     Ok(Requeue::await_change())
 }
 

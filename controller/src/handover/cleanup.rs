@@ -32,6 +32,7 @@ pub fn plan_cleanup(obs: &Observed) -> Plan {
         actions,
         notes,
         requeue_after: STEADY_REQUEUE,
+        finished: None,
     }
 }
 

@@ -113,6 +113,9 @@ pub struct Plan {
     pub notes: Vec<Note>,
     /// When to look again at the latest.
     pub requeue_after: Duration,
+    /// The handover this plan finishes: its record is the newest in `status.history`, counted
+    /// in the metrics once that status is written.
+    pub finished: Option<TransitionRecord>,
 }
 
 /// How often an active handover is re-observed.
@@ -147,6 +150,7 @@ pub fn plan(obs: &Observed) -> Plan {
         notes: Vec::new(),
         requeue: STEADY_REQUEUE,
         health: Health::default(),
+        finished: None,
     };
     let current_cm = desired_configmap(&p.status, obs);
     if let Some(reason) = diverged(&obs.configmap, current_cm.as_ref()) {
@@ -239,6 +243,7 @@ struct Planner<'a> {
     notes: Vec<Note>,
     requeue: Duration,
     health: Health,
+    finished: Option<TransitionRecord>,
 }
 
 impl Planner<'_> {
@@ -1261,8 +1266,9 @@ impl Planner<'_> {
             finished_at: now.to_string(),
             duration_seconds: now.duration_since(started).as_secs_f64(),
         };
-        self.status.history.insert(0, record);
+        self.status.history.insert(0, record.clone());
         self.status.history.truncate(HISTORY_LEN);
+        self.finished = Some(record);
     }
 
     fn finish(mut self, desired: Option<CoordinationState>) -> Plan {
@@ -1298,6 +1304,7 @@ impl Planner<'_> {
             actions: self.actions,
             notes: self.notes,
             requeue_after: self.requeue,
+            finished: self.finished,
         }
     }
 }

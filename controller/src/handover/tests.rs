@@ -684,6 +684,39 @@ fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
 }
 
 #[test]
+fn the_plan_carries_the_finished_handover_until_its_status_is_written() {
+    let mut obs = with_child(
+        handover(Phase::TearingDown, Some(70_000)),
+        Color::Green,
+        Some(running("h2", 1, 2, None, 80_000)),
+    );
+    obs.status.active_color = Some(Color::Green);
+    let obs = with_child(obs, Color::Blue, None);
+    let p = plan(&obs);
+    let record = p
+        .finished
+        .clone()
+        .expect("blue is gone: the handover finishes");
+    assert_eq!(record, p.status.history[0]);
+    assert_eq!(record.outcome, "Promoted");
+    // The status write failed (a 409): the replan finishes the same handover, so it is counted
+    // once, when a write succeeds.
+    assert_eq!(plan(&obs).finished, Some(record));
+    let mut written = obs;
+    written.status = p.status;
+    assert_eq!(
+        plan(&written).finished,
+        None,
+        "written: nothing finishes again"
+    );
+    assert_eq!(
+        plan(&handover(Phase::ToggleSet, Some(70_000))).finished,
+        None,
+        "a step that finishes nothing carries nothing"
+    );
+}
+
+#[test]
 fn manual_teardown_skips_the_deletion_delay() {
     let mut obs = handover(Phase::ClearToTeardown, Some(70_000));
     obs.status.active_color = Some(Color::Green);
