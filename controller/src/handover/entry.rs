@@ -1,0 +1,207 @@
+//! The entry into a handover: the steady state, where a template change starts a handover (or a
+//! first deployment), refuses an invalid spec or a W in the past, and clears the floor.
+
+use bluegreen_protocol::Color;
+
+use super::{ACTIVE_REQUEUE, Action, Planner, STEADY_REQUEUE};
+use crate::observed::{ChildObs, ManualAction};
+use crate::resource::{OutgoingStop, Phase, RestoreFrom, Transition};
+use crate::settings::{Settings, ToggleRule};
+
+impl Planner<'_> {
+    /// No handover in progress.
+    pub(super) fn steady(&mut self, settings: &Settings) {
+        let Some(active) = self.status.active_color else {
+            self.start_first_deployment();
+            return;
+        };
+        if self.consume_action(ManualAction::ClearFloor) {
+            self.clear_floor();
+        } else if let Some(action) = self.obs.action {
+            self.actions.push(Action::ClearManualAction);
+            self.note(
+                true,
+                "ActionRefused",
+                format!("{action:?} needs a handover in progress; there is none"),
+            );
+        }
+        let template_changed =
+            self.status.deployed_template_hash.as_deref() != Some(&self.obs.template_hash);
+        let already_failed =
+            self.status.failed_template_hash.as_deref() == Some(&self.obs.template_hash);
+        match self.obs.child(active) {
+            None => self.health.degraded(
+                "ActiveChildMissing",
+                format!("the active FlinkDeployment ({}) is gone; recreate it from a savepoint with savepointRedeployNonce", active.suffix()),
+            ),
+            Some(child) if template_changed && !already_failed => {
+                let child = child.clone();
+                match self.toggle_in_past(settings, &child) {
+                    Some(why) => self.invalid_spec("spec.coordination.toggle.value", &why),
+                    None => self.start_handover(settings, active, &child),
+                }
+            }
+            Some(child) => {
+                if !template_changed && child.spec_job_state.as_deref() != Some(&self.obs.wanted_job_state) {
+                    self.apply(active, None);
+                }
+                if child.failed() {
+                    self.health.degraded("ActiveJobFailed", child.error.clone().unwrap_or_else(|| "the active job failed".into()));
+                } else if already_failed && template_changed && !self.repaired_degraded() {
+                    self.health.degraded(
+                        "HandoverAborted",
+                        "the last handover to this template was aborted; change the template to try again".into(),
+                    );
+                }
+                self.health.ready = child.running() || self.obs.wanted_job_state == "suspended";
+            }
+        }
+    }
+
+    /// `Degraded/InvalidSpec` naming the field and the fix, with a Warning event when the
+    /// message is new (not again on every resync). Nothing that runs is touched.
+    pub(super) fn invalid_spec(&mut self, field: &str, message: &str) {
+        let message = format!("`{field}` {message}; the running job is left untouched");
+        let reported =
+            self.obs.status.conditions.iter().any(|c| {
+                c.type_ == "Degraded" && c.reason == "InvalidSpec" && c.message == message
+            });
+        if !reported {
+            self.note(true, "InvalidSpec", message.clone());
+        }
+        self.health.degraded("InvalidSpec", message);
+        self.requeue = STEADY_REQUEUE;
+    }
+
+    /// Why `coordination.toggle.value` cannot be the next W: it is not after the live job's
+    /// progress (its gates' highest passed event time or watermark) or not above the floor.
+    /// Such a handover would abort only after the incoming job ran, so it is not started.
+    pub(super) fn toggle_in_past(&self, settings: &Settings, live: &ChildObs) -> Option<String> {
+        let ToggleRule::Value(w) = settings.toggle else {
+            return None;
+        };
+        let progress = live
+            .flink
+            .as_ref()
+            .and_then(|f| f.gates.as_ref())
+            .and_then(|g| g.max_passed().max(g.watermark()));
+        let mut past = Vec::new();
+        if let Some(progress) = progress.filter(|p| w <= *p) {
+            past.push(format!(
+                "the running job's progress {progress} (its gates' highest passed event time or watermark)"
+            ));
+        }
+        if let Some(floor) = self.status.floor.filter(|f| w <= *f) {
+            past.push(format!("the floor {floor} (the W of the last handover)"));
+        }
+        if w == i64::MIN {
+            past.push("every event time".to_owned());
+        }
+        (!past.is_empty()).then(|| {
+            format!(
+                "{w} is not after {}: W must be later than every record the running job may \
+                 already have emitted; set a later value (epoch milliseconds), or use `offset`",
+                past.join(" nor ")
+            )
+        })
+    }
+
+    /// Step 10: a new epoch, RUNNING without a floor.
+    pub(super) fn clear_floor(&mut self) {
+        match self.status.floor.take() {
+            Some(floor) => {
+                self.status.epoch += 1;
+                self.note(
+                    false,
+                    "FloorCleared",
+                    format!(
+                        "floor {floor} cleared (epoch {}): records at or below it are emitted again",
+                        self.status.epoch
+                    ),
+                );
+            }
+            None => self.note(false, "FloorCleared", "there is no floor to clear"),
+        }
+    }
+
+    pub(super) fn start_first_deployment(&mut self) {
+        self.status.epoch = 0;
+        self.status.transition = Some(self.new_transition(
+            None,
+            Color::Blue,
+            0,
+            Phase::Deploying,
+            self.obs.initial_savepoint.clone(),
+        ));
+        self.note(
+            false,
+            "Deploying",
+            "first deployment: creating the blue job",
+        );
+        self.deploying_first();
+    }
+
+    pub(super) fn start_handover(&mut self, settings: &Settings, from: Color, child: &ChildObs) {
+        let nonce_redeploy = self.obs.redeploy_nonce.is_some()
+            && self.obs.redeploy_nonce != self.status.deployed_redeploy_nonce
+            && self.obs.initial_savepoint.is_some();
+        let (phase, restore_path) = if nonce_redeploy {
+            (Phase::Deploying, self.obs.initial_savepoint.clone())
+        } else if settings.restore_from == RestoreFrom::Stateless {
+            (Phase::Deploying, None)
+        } else {
+            (Phase::Snapshotting, None)
+        };
+        let epoch = self.status.epoch + 1;
+        self.status.failed_template_hash = None;
+        let transition = self.new_transition(Some(from), from.other(), epoch, phase, restore_path);
+        self.status.transition = Some(transition);
+        self.note(
+            false,
+            "HandoverStarted",
+            format!(
+                "spec changed: handing over from {from} to {} (epoch {epoch})",
+                from.other()
+            ),
+        );
+        self.requeue = ACTIVE_REQUEUE;
+        if phase == Phase::Snapshotting {
+            self.snapshotting(settings, child);
+        } else {
+            self.enter_deploying();
+        }
+    }
+
+    /// A new transition to `to` (from `from`; `None` for the first deployment) in `epoch`,
+    /// starting in `phase` from `restore_path`, for the observed template.
+    fn new_transition(
+        &self,
+        from: Option<Color>,
+        to: Color,
+        epoch: u64,
+        phase: Phase,
+        restore_path: Option<String>,
+    ) -> Transition {
+        let now = self.now().to_string();
+        Transition {
+            from,
+            to,
+            epoch,
+            template_hash: self.obs.template_hash.clone(),
+            generation: self.obs.generation,
+            redeploy_nonce: self.obs.redeploy_nonce,
+            phase,
+            toggle: None,
+            savepoint_trigger_id: None,
+            restore_path,
+            savepoint_attempts: 0,
+            started_at: now.clone(),
+            phase_started_at: now,
+            abort_reason: None,
+            stop: OutgoingStop::default(),
+            waiting_for_watermarks: Vec::new(),
+            past_w_by_idleness: Vec::new(),
+            forward_repair: None,
+        }
+    }
+}

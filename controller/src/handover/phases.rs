@@ -1,0 +1,343 @@
+//! The phase machine before W is set: from the first deployment and the outgoing job's savepoint
+//! to the incoming job running and W proposed, acknowledged and set.
+
+use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
+use crate::observed::{ChildObs, ManualAction, SavepointObs};
+use crate::resource::{Phase, RestoreFrom, Transition};
+use crate::settings::{Settings, ToggleRule};
+
+impl Planner<'_> {
+    pub(super) fn drive(&mut self, settings: &Settings, t: &Transition) {
+        self.requeue = ACTIVE_REQUEUE;
+        let Some(from) = t.from else {
+            self.deploying_first();
+            return;
+        };
+        if self.consume_action(ManualAction::ClearFloor) {
+            self.note(
+                true,
+                "ActionRefused",
+                "clear-floor refused: a handover is in progress; set it again once it has finished",
+            );
+        }
+        let spec_changed = self.obs.template_hash != t.template_hash;
+        let before_set = matches!(
+            t.phase,
+            Phase::Snapshotting | Phase::Deploying | Phase::ConfirmingToggle
+        );
+        if before_set && spec_changed {
+            self.abort(
+                "SpecChanged",
+                "the template changed before W was set; starting over with the new template",
+                false,
+            );
+            return;
+        }
+        if before_set && self.consume_action(ManualAction::Abort) {
+            self.abort(
+                "ManualAbort",
+                "aborted by the bluegreen.dev/action annotation",
+                true,
+            );
+            return;
+        }
+        let outgoing = self.obs.child(from).cloned().unwrap_or_default();
+        match t.phase {
+            Phase::Snapshotting => self.snapshotting(settings, &outgoing),
+            Phase::Deploying => self.awaiting_incoming(settings, &outgoing),
+            Phase::ConfirmingToggle => self.confirming_toggle(settings, &outgoing),
+            Phase::ToggleSet => self.toggle_set(settings, &outgoing, spec_changed),
+            Phase::ClearToTeardown => self.clear_to_teardown(settings),
+            Phase::TearingDown => self.tearing_down(settings, from),
+            Phase::Aborting => self.aborting(),
+        }
+    }
+
+    /// First deployment: the blue job starts (from `initialSavepointPath` if given).
+    pub(super) fn deploying_first(&mut self) {
+        self.requeue = WATCHED_REQUEUE;
+        let t = self.transition().clone();
+        if self.obs.template_hash != t.template_hash {
+            let hash = self.obs.template_hash.clone();
+            self.transition().template_hash = hash;
+        }
+        let hash = self.obs.template_hash.clone();
+        self.ensure_child(t.to, &hash, t.restore_path.clone());
+        let child = self.obs.child(t.to).cloned().unwrap_or_default();
+        if child.running() {
+            self.status.active_color = Some(t.to);
+            self.status.deployed_template_hash = Some(hash);
+            self.status.deployed_spec = Some(self.obs.spec.clone());
+            self.status.deployed_redeploy_nonce = t.redeploy_nonce;
+            self.finish_transition("Deployed", None);
+            self.note(
+                false,
+                "Deployed",
+                format!("the {} job is running", t.to.suffix()),
+            );
+            self.health.ready = true;
+        } else if child.failed() {
+            self.health.degraded(
+                "FirstDeploymentFailed",
+                child.error.unwrap_or_else(|| "the job failed".into()),
+            );
+        } else {
+            self.health.progressing(
+                "Deploying",
+                format!("waiting for the {} job to run", t.to.suffix()),
+            );
+        }
+    }
+
+    pub(super) fn snapshotting(&mut self, settings: &Settings, outgoing: &ChildObs) {
+        let t = self.transition().clone();
+        let flink = outgoing.flink.clone().unwrap_or_default();
+        match settings.restore_from {
+            RestoreFrom::Stateless => self.enter_deploying(),
+            RestoreFrom::LastCheckpoint => match flink.latest_checkpoint {
+                Some(path) => {
+                    self.transition().restore_path = Some(path);
+                    self.enter_deploying();
+                }
+                None => self.wait_or_abort(
+                    settings,
+                    &t,
+                    "NoCheckpoint",
+                    "the outgoing job has no completed checkpoint yet",
+                ),
+            },
+            RestoreFrom::Savepoint => {
+                if !outgoing.running() {
+                    self.wait_or_abort(
+                        settings,
+                        &t,
+                        "OutgoingNotRunning",
+                        "a savepoint needs the outgoing job to be running",
+                    );
+                    return;
+                }
+                match (&t.savepoint_trigger_id, flink.savepoint) {
+                    (None, _) => {
+                        let backoff = settings.savepoint_backoff
+                            * 2u32.saturating_pow(t.savepoint_attempts.saturating_sub(1));
+                        if t.savepoint_attempts > 0 && self.since(&t.phase_started_at) < backoff {
+                            self.health.progressing(
+                                "SavepointBackoff",
+                                format!("retrying the savepoint after {backoff:?}"),
+                            );
+                        } else {
+                            let now = self.now().to_string();
+                            self.transition().phase_started_at = now;
+                            self.actions.push(Action::TriggerSavepoint(
+                                t.from.expect("handover has an outgoing color"),
+                            ));
+                            self.health.progressing(
+                                "Snapshotting",
+                                "savepoint of the outgoing job requested".into(),
+                            );
+                        }
+                    }
+                    (Some(_), Some(SavepointObs::Completed(path))) => {
+                        self.note(false, "SavepointCompleted", format!("savepoint at {path}"));
+                        self.transition().restore_path = Some(path);
+                        self.enter_deploying();
+                    }
+                    (Some(_), Some(SavepointObs::Failed(reason))) => {
+                        self.savepoint_failed(settings, reason);
+                    }
+                    (Some(trigger), Some(SavepointObs::Unknown)) => {
+                        self.savepoint_failed(
+                            settings,
+                            format!("savepoint trigger {trigger} is unknown to the job"),
+                        );
+                    }
+                    (Some(_), _)
+                        if self.since(&t.phase_started_at) > settings.savepoint_timeout =>
+                    {
+                        self.savepoint_failed(
+                            settings,
+                            format!("no result within {:?}", settings.savepoint_timeout),
+                        );
+                    }
+                    (Some(_), _) => self
+                        .health
+                        .progressing("Snapshotting", "savepoint in progress".into()),
+                }
+            }
+        }
+    }
+
+    pub(super) fn savepoint_failed(&mut self, settings: &Settings, reason: String) {
+        let now = self.now().to_string();
+        let t = self.transition();
+        t.savepoint_attempts += 1;
+        t.savepoint_trigger_id = None;
+        t.phase_started_at = now;
+        let attempts = t.savepoint_attempts;
+        if attempts >= settings.savepoint_attempts {
+            self.abort(
+                "SavepointFailed",
+                &format!("savepoint failed {attempts} times, last: {reason}"),
+                true,
+            );
+        } else {
+            self.note(
+                true,
+                "SavepointFailed",
+                format!(
+                    "attempt {attempts} of {}: {reason}",
+                    settings.savepoint_attempts
+                ),
+            );
+            self.health.progressing("SavepointBackoff", reason);
+        }
+    }
+
+    pub(super) fn wait_or_abort(
+        &mut self,
+        settings: &Settings,
+        t: &Transition,
+        reason: &'static str,
+        message: &str,
+    ) {
+        if self.since(&t.phase_started_at) > settings.abort_grace {
+            self.abort(
+                reason,
+                &format!("{message} (waited {:?})", settings.abort_grace),
+                true,
+            );
+        } else {
+            self.health.progressing(reason, message.to_owned());
+        }
+    }
+
+    pub(super) fn enter_deploying(&mut self) {
+        self.set_phase(Phase::Deploying);
+        let t = self.transition().clone();
+        self.status.epoch = t.epoch;
+        self.ensure_child(t.to, &t.template_hash, t.restore_path.clone());
+        self.health.progressing(
+            "Deploying",
+            format!(
+                "creating the {} job; its gates hold until W is set",
+                t.to.suffix()
+            ),
+        );
+    }
+
+    pub(super) fn incoming(&self) -> ChildObs {
+        let t = self
+            .status
+            .transition
+            .as_ref()
+            .expect("handover in progress");
+        self.obs.child(t.to).cloned().unwrap_or_default()
+    }
+
+    /// The incoming child; `None` (after starting the abort) when its job failed before W is set.
+    pub(super) fn incoming_unless_failed(&mut self) -> Option<ChildObs> {
+        let incoming = self.incoming();
+        if !incoming.failed() {
+            return Some(incoming);
+        }
+        let why = incoming.error.unwrap_or_else(|| "job FAILED".into());
+        let message = format!("the incoming job failed before W was set: {why}");
+        self.abort("IncomingFailed", &message, true);
+        None
+    }
+
+    pub(super) fn awaiting_incoming(&mut self, settings: &Settings, outgoing: &ChildObs) {
+        let t = self.transition().clone();
+        self.ensure_child(t.to, &t.template_hash, t.restore_path.clone());
+        let Some(incoming) = self.incoming_unless_failed() else {
+            return;
+        };
+        if !incoming.running() {
+            self.wait_or_abort(
+                settings,
+                &t,
+                "IncomingNotRunning",
+                "waiting for the incoming job to run",
+            );
+            return;
+        }
+        let Some(gates) = outgoing.flink.as_ref().and_then(|f| f.gates.clone()) else {
+            self.wait_or_abort(settings, &t, "NoGateMetrics", "the outgoing job reports no bluegreen gate metrics: is a GateProcessFunction in the pipeline?");
+            return;
+        };
+        let watermark = gates.watermark().unwrap_or(i64::MIN);
+        let progress = gates.max_passed().unwrap_or(i64::MIN).max(watermark);
+        let above_floor = self.status.floor.map_or(i64::MIN, |f| f.saturating_add(1));
+        let w = match settings.toggle {
+            ToggleRule::Offset(offset) => progress.saturating_add(offset).max(above_floor),
+            ToggleRule::Value(v) if v > progress && v >= above_floor => v,
+            ToggleRule::Value(v) => {
+                self.abort("ToggleInPast", &format!("coordination.toggle.value {v} is not after the outgoing job's progress {progress} and the floor {:?}", self.status.floor), true);
+                return;
+            }
+        };
+        self.set_phase(Phase::ConfirmingToggle);
+        self.transition().toggle = Some(w);
+        self.note(
+            false,
+            "ToggleProposed",
+            format!("W = {w} proposed (outgoing progress {progress})"),
+        );
+        self.health.progressing(
+            "ConfirmingToggle",
+            format!("waiting for every outgoing gate to apply W = {w}"),
+        );
+    }
+
+    pub(super) fn confirming_toggle(&mut self, settings: &Settings, outgoing: &ChildObs) {
+        let t = self.transition().clone();
+        let w = t.toggle.expect("W is proposed in ConfirmingToggle");
+        if self.incoming_unless_failed().is_none() {
+            return;
+        }
+        let acked = outgoing
+            .flink
+            .as_ref()
+            .and_then(|f| f.gates.clone())
+            .filter(|g| g.acknowledge(t.epoch, w));
+        let Some(gates) = acked else {
+            self.wait_or_abort(
+                settings,
+                &t,
+                "GatesNotAcknowledged",
+                &format!("waiting for every outgoing gate to apply W = {w}"),
+            );
+            return;
+        };
+        match gates.max_passed() {
+            Some(max) if max > w => {
+                let raised = match settings.toggle {
+                    ToggleRule::Offset(offset) => max.saturating_add(offset),
+                    ToggleRule::Value(_) => max.saturating_add(1),
+                };
+                self.transition().toggle = Some(raised);
+                self.note(
+                    true,
+                    "ToggleRaised",
+                    format!(
+                        "an outgoing gate had already passed {max} > W = {w}; W raised to {raised}"
+                    ),
+                );
+                self.health
+                    .progressing("ConfirmingToggle", format!("W raised to {raised}"));
+            }
+            _ => {
+                self.set_phase(Phase::ToggleSet);
+                self.note(
+                    false,
+                    "ToggleSet",
+                    format!("W = {w} set: the outgoing job emits t <= W, the incoming t > W"),
+                );
+                self.health.progressing(
+                    "ToggleSet",
+                    "waiting for health and both watermarks past W".into(),
+                );
+            }
+        }
+    }
+}

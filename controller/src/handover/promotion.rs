@@ -1,0 +1,184 @@
+//! After W is set: waiting for health and both watermarks past W, then promotion.
+
+use bluegreen_protocol::Color;
+
+use super::repair::repaired;
+use super::{Action, Planner};
+use crate::observed::{ChildObs, FlinkObs, GateObs, ManualAction};
+use crate::resource::{Phase, Transition, WatermarkWait};
+use crate::settings::Settings;
+
+impl Planner<'_> {
+    pub(super) fn toggle_set(
+        &mut self,
+        settings: &Settings,
+        outgoing: &ChildObs,
+        spec_changed: bool,
+    ) {
+        let t = self.transition().clone();
+        let w = t.toggle.expect("W is set in ToggleSet");
+        if spec_changed {
+            let hash = self.obs.template_hash.clone();
+            self.transition().template_hash.clone_from(&hash);
+            self.transition().redeploy_nonce = self.obs.redeploy_nonce;
+            // A person's template replaces a forward repair (pending or under way).
+            self.transition().forward_repair = None;
+            self.apply(t.to, None);
+            self.note(false, "IncomingUpdatedInPlace", "W is set, so the handover can only go forward: the incoming job is updated in place from its own state");
+            return;
+        }
+        if self.consume_action(ManualAction::Abort) {
+            self.note(true, "ActionRefused", format!("abort refused: W = {w} is set and the outgoing job has dropped records above it; fix the incoming job forward (change the template)"));
+        }
+        let Some(incoming) = self.obs.child(t.to).cloned() else {
+            self.health.degraded(
+                "IncomingMissingAfterToggle",
+                format!("the incoming FlinkDeployment was deleted after W = {w} was set; recreating it from the handover's starting state would emit records twice, so it needs a person: recreate it from its latest checkpoint"),
+            );
+            return;
+        };
+        if self.forward_repair(settings, &t, &incoming) {
+            return;
+        }
+        let flink = incoming.flink.clone().unwrap_or_default();
+        let in_gates = flink.gates.clone().unwrap_or_default();
+        let out_gates = outgoing
+            .flink
+            .as_ref()
+            .and_then(|f| f.gates.clone())
+            .unwrap_or_default();
+        let in_wm = flink.watermark().unwrap_or(i64::MIN);
+        let out_wm = outgoing.flink.as_ref().and_then(FlinkObs::watermark);
+        let from = t.from.expect("handover");
+        let outgoing_gone = self.obs.child(from).is_none();
+        let mut watermark_waits = Vec::new();
+        if !in_gates.past(w) {
+            watermark_waits.push(WatermarkWait {
+                color: t.to,
+                watermark: flink.watermark(),
+                toggle: w,
+            });
+        }
+        if !outgoing_gone && !out_gates.past(w) {
+            watermark_waits.push(WatermarkWait {
+                color: from,
+                watermark: out_wm,
+                toggle: w,
+            });
+        }
+        self.watermark_waits(&watermark_waits);
+        let mut waiting = Vec::new();
+        if !incoming.running() {
+            waiting.push("the incoming job to run".to_owned());
+        }
+        if flink.checkpoints_completed < u64::from(settings.min_checkpoints) {
+            waiting.push(format!(
+                "{} of {} checkpoints",
+                flink.checkpoints_completed, settings.min_checkpoints
+            ));
+        }
+        for wait in &watermark_waits {
+            waiting.push(wait.to_string());
+        }
+        if let (Some(max_lag), Some(out)) = (settings.max_lag, out_wm) {
+            let lag = out.saturating_sub(in_wm);
+            if u128::try_from(lag).unwrap_or(0) > max_lag.as_millis() {
+                waiting.push(format!("the incoming job to catch up (lag {lag} ms)"));
+            }
+        }
+        let manual_promote = self.obs.action == Some(ManualAction::Promote);
+        if !waiting.is_empty() {
+            self.health
+                .progressing("ToggleSet", format!("waiting for {}", waiting.join(", ")));
+            return;
+        }
+        if settings.promotion == crate::resource::Promotion::Manual && !manual_promote {
+            self.health.progressing(
+                "AwaitingPromotion",
+                "healthy; set the annotation bluegreen.dev/action=promote to promote".into(),
+            );
+            return;
+        }
+        if manual_promote {
+            self.actions.push(Action::ClearManualAction);
+        }
+        self.promote(settings, &t, [(t.to, &in_gates), (from, &out_gates)]);
+    }
+
+    /// Promotes the incoming color: ClearToTeardown, noting which gates passed W by idleness.
+    pub(super) fn promote(
+        &mut self,
+        settings: &Settings,
+        t: &Transition,
+        gates: [(Color, &GateObs); 2],
+    ) {
+        let w = t.toggle.expect("W is set in ToggleSet");
+        let idle: Vec<Color> = gates
+            .into_iter()
+            .filter(|(_, g)| g.relies_on_idleness(w))
+            .map(|(c, _)| c)
+            .collect();
+        if !idle.is_empty() {
+            self.note(
+                false,
+                "PastWByIdleness",
+                format!(
+                    "the gates of {idle:?} count as past W = {w} because all their inputs are idle"
+                ),
+            );
+        }
+        self.transition().past_w_by_idleness = idle;
+        self.status.active_color = Some(t.to);
+        if let Some(repair) = repaired(t) {
+            // The incoming child runs the outgoing job's template: that is what is deployed, and
+            // the template of this handover is not retried until it changes.
+            self.status
+                .deployed_template_hash
+                .clone_from(&repair.template_hash);
+            self.status.failed_template_hash = Some(t.template_hash.clone());
+            self.note(
+                false,
+                "ForwardRepaired",
+                format!(
+                    "{} promoted at W = {w} after its forward repair: it runs the outgoing job's template {}, not {}; change the template to try again",
+                    t.to,
+                    repair.template_hash.as_deref().unwrap_or("?"),
+                    t.template_hash
+                ),
+            );
+        } else {
+            // Promotion waits in ToggleSet, which applies a template change first: the observed
+            // spec is the one this handover deployed.
+            self.status.deployed_template_hash = Some(t.template_hash.clone());
+            self.status.deployed_spec = Some(self.obs.spec.clone());
+            self.status.deployed_redeploy_nonce = t.redeploy_nonce;
+        }
+        self.transition().waiting_for_watermarks.clear();
+        self.set_phase(Phase::ClearToTeardown);
+        self.note(false, "Promoted", format!("{} promoted at W = {w}", t.to));
+        self.health.progressing(
+            "ClearToTeardown",
+            format!("keeping the outgoing job for {:?}", settings.deletion_delay),
+        );
+    }
+
+    /// Records the watermarks the handover waits on; an event when that set changes.
+    pub(super) fn watermark_waits(&mut self, waits: &[WatermarkWait]) {
+        let before: Vec<Color> = self
+            .transition()
+            .waiting_for_watermarks
+            .iter()
+            .map(|w| w.color)
+            .collect();
+        let now: Vec<Color> = waits.iter().map(|w| w.color).collect();
+        if !now.is_empty() && before != now {
+            let list: Vec<String> = waits.iter().map(ToString::to_string).collect();
+            self.note(
+                false,
+                "WaitingForWatermark",
+                format!("waiting for {}", list.join(", ")),
+            );
+        }
+        self.transition().waiting_for_watermarks = waits.to_vec();
+    }
+}

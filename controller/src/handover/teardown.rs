@@ -1,0 +1,219 @@
+//! After promotion: the deletion delay, then the outgoing job stopped with a savepoint (never
+//! cancelled) and its child deleted.
+
+use std::time::Duration;
+
+use bluegreen_protocol::Color;
+
+use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
+use crate::observed::{ChildObs, ManualAction, SavepointObs};
+use crate::resource::{OutgoingStop, Phase};
+use crate::settings::Settings;
+
+/// The trigger id of attempt `attempt` to stop the outgoing job of the handover to
+/// `template_hash` at `epoch`: 32 hex digits (Flink's `TriggerId`), the same on every replan.
+pub fn stop_trigger_id(template_hash: &str, epoch: u64, attempt: u32) -> String {
+    use sha2::{Digest as _, Sha256};
+    let digest = Sha256::digest(format!("bluegreen-stop/{template_hash}/{epoch}/{attempt}"));
+    digest
+        .iter()
+        .take(16)
+        .fold(String::with_capacity(32), |mut hex, b| {
+            use std::fmt::Write as _;
+            write!(hex, "{b:02x}").expect("writing to a String cannot fail");
+            hex
+        })
+}
+
+impl Planner<'_> {
+    pub(super) fn clear_to_teardown(&mut self, settings: &Settings) {
+        let t = self.transition().clone();
+        let early = self.consume_action(ManualAction::Teardown);
+        if early || self.since(&t.phase_started_at) >= settings.deletion_delay {
+            self.set_phase(Phase::TearingDown);
+            self.tearing_down(settings, t.from.expect("handover has an outgoing color"));
+        } else {
+            self.health.progressing(
+                "ClearToTeardown",
+                format!("keeping the outgoing job for {:?}", settings.deletion_delay),
+            );
+        }
+    }
+
+    /// Stops the outgoing job with a savepoint, which commits its output, and deletes its child
+    /// once the job is FINISHED. A job that cannot be stopped is kept: cancelling it would
+    /// discard its uncommitted records `t <= W`.
+    pub(super) fn tearing_down(&mut self, settings: &Settings, from: Color) {
+        let Some(outgoing) = self.obs.child(from).cloned() else {
+            let t = self.transition().clone();
+            self.finish_transition("Promoted", None);
+            let stopped = t
+                .stop
+                .savepoint
+                .map_or_else(String::new, |p| format!("; its final savepoint is {p}"));
+            self.note(
+                false,
+                "HandoverCompleted",
+                format!("{} is the only job{stopped}", t.to),
+            );
+            self.health.ready = true;
+            self.repaired_degraded();
+            return;
+        };
+        if outgoing.deleting {
+            self.health
+                .progressing("TearingDown", format!("deleting the {} job", from.suffix()));
+            return;
+        }
+        if outgoing.holds_no_output() {
+            self.actions.push(Action::DeleteChild(from));
+            self.health
+                .progressing("TearingDown", format!("deleting the {} job", from.suffix()));
+            return;
+        }
+        let stop = self.transition().stop.clone();
+        match (
+            &stop.trigger_id,
+            outgoing.flink.as_ref().and_then(|f| f.savepoint.clone()),
+        ) {
+            (None, _) if stop.attempts >= settings.savepoint_attempts => {
+                self.stop_given_up(from, &stop);
+            }
+            (None, _) => self.start_stop(settings, from, &outgoing, &stop),
+            (Some(_), Some(SavepointObs::Completed(path))) => {
+                if stop.savepoint.as_deref() != Some(&path) {
+                    self.note(
+                        false,
+                        "OutgoingStopped",
+                        format!("the outgoing job committed its output and stopped with a savepoint at {path}"),
+                    );
+                    self.transition().stop.savepoint = Some(path);
+                }
+                self.health.progressing(
+                    "TearingDown",
+                    "waiting for the outgoing job to be FINISHED".into(),
+                );
+            }
+            (Some(_), Some(SavepointObs::Failed(reason))) => self.stop_failed(settings, reason),
+            (Some(_), _)
+                if stop
+                    .since
+                    .as_deref()
+                    .is_some_and(|s| self.since(s) > settings.savepoint_timeout) =>
+            {
+                self.stop_failed(
+                    settings,
+                    format!("no result within {:?}", settings.savepoint_timeout),
+                );
+            }
+            (Some(trigger_id), Some(SavepointObs::Unknown)) if outgoing.running() => {
+                // The request may never have arrived (a crash after the status write).
+                self.actions.push(Action::StopJob {
+                    color: from,
+                    trigger_id: trigger_id.clone(),
+                });
+                self.health.progressing(
+                    "TearingDown",
+                    "stopping the outgoing job with a savepoint".into(),
+                );
+            }
+            (Some(_), _) => self.health.progressing(
+                "TearingDown",
+                "the outgoing job's stop-with-savepoint is in progress".into(),
+            ),
+        }
+    }
+
+    /// Every stop attempt failed: the job is kept (never cancelled) until a person acts.
+    pub(super) fn stop_given_up(&mut self, from: Color, stop: &OutgoingStop) {
+        if self.consume_action(ManualAction::Teardown) {
+            self.transition().stop.attempts = 0;
+            self.note(false, "OutgoingStopRetried", "retrying the stop-with-savepoint of the outgoing job (bluegreen.dev/action=teardown)");
+            self.requeue = ACTIVE_REQUEUE;
+            return;
+        }
+        self.requeue = WATCHED_REQUEUE;
+        self.health.degraded(
+            "OutgoingStopFailed",
+            format!(
+                "the outgoing {from} job could not be stopped with a savepoint ({} attempts, last: {}); it keeps running because cancelling it would discard its uncommitted output (records t <= W). Fix the cause and set bluegreen.dev/action=teardown to retry, or stop the job with a savepoint yourself; deleting its FlinkDeployment also finishes the handover, losing that output",
+                stop.attempts,
+                stop.last_error.as_deref().unwrap_or("unknown"),
+            ),
+        );
+    }
+
+    /// Sends the stop-with-savepoint (after the backoff of a failed attempt), its trigger id
+    /// recorded in the status first.
+    pub(super) fn start_stop(
+        &mut self,
+        settings: &Settings,
+        from: Color,
+        outgoing: &ChildObs,
+        stop: &OutgoingStop,
+    ) {
+        let backoff =
+            settings.savepoint_backoff * 2u32.saturating_pow(stop.attempts.saturating_sub(1));
+        let waited = stop
+            .since
+            .as_deref()
+            .map_or(Duration::MAX, |s| self.since(s));
+        if stop.attempts > 0 && waited < backoff {
+            self.health.progressing(
+                "TeardownBackoff",
+                format!("retrying the stop-with-savepoint of the outgoing job after {backoff:?}"),
+            );
+        } else if !outgoing.running() {
+            self.health.progressing(
+                "TearingDown",
+                "waiting for the outgoing job to run, to stop it with a savepoint".into(),
+            );
+        } else {
+            let t = self.transition().clone();
+            let trigger_id = stop_trigger_id(&t.template_hash, t.epoch, stop.attempts);
+            let now = self.now().to_string();
+            let s = &mut self.transition().stop;
+            s.trigger_id = Some(trigger_id.clone());
+            s.since = Some(now);
+            self.actions.push(Action::StopJob {
+                color: from,
+                trigger_id,
+            });
+            self.health.progressing(
+                "TearingDown",
+                "stopping the outgoing job with a savepoint".into(),
+            );
+        }
+    }
+
+    pub(super) fn stop_failed(&mut self, settings: &Settings, reason: String) {
+        let now = self.now().to_string();
+        let s = &mut self.transition().stop;
+        s.attempts += 1;
+        s.trigger_id = None;
+        s.since = Some(now);
+        s.last_error = Some(reason.clone());
+        let attempts = s.attempts;
+        if attempts >= settings.savepoint_attempts {
+            self.note(
+                true,
+                "OutgoingStopFailed",
+                format!("the outgoing job could not be stopped with a savepoint after {attempts} attempts (last: {reason}); it is kept running so that its uncommitted output is not discarded"),
+            );
+            self.health.degraded(
+                "OutgoingStopFailed",
+                format!("stop-with-savepoint of the outgoing job failed {attempts} times, last: {reason}; set bluegreen.dev/action=teardown to retry"),
+            );
+        } else {
+            self.note(
+                true,
+                "OutgoingStopFailed",
+                format!(
+                    "stop-with-savepoint attempt {attempts} of {}: {reason}",
+                    settings.savepoint_attempts
+                ),
+            );
+            self.health.progressing("TeardownBackoff", reason);
+        }
+    }
+}
