@@ -24,13 +24,46 @@ pub enum Error {
     /// A Kubernetes API call failed.
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
-    /// A Flink REST call failed.
+    /// A Flink REST call failed (an error status, or an answer that contradicts the request).
     #[error("Flink REST API at {url}: {message}")]
     FlinkRest {
         /// The URL called.
         url: String,
         /// What went wrong.
         message: String,
+    },
+    /// A Flink REST call got no answer (connection refused, timeout, a broken body).
+    #[error("Flink REST API at {url}: {source}")]
+    FlinkRequest {
+        /// The URL called.
+        url: String,
+        /// The HTTP client's error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// A Flink REST answer that is not the JSON shape the controller reads (a changed API).
+    #[error("Flink REST API at {url}: unexpected answer ({source}): {excerpt}")]
+    FlinkAnswer {
+        /// The URL called.
+        url: String,
+        /// The start of the answer.
+        excerpt: String,
+        /// Why it does not deserialise.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A gate subtask's `bluegreenGateAppliedState` line that does not parse.
+    #[error("Flink REST API at {url}: {metric} of subtask {subtask} does not parse: {source}")]
+    GateReport {
+        /// The URL called.
+        url: String,
+        /// The metric's id.
+        metric: String,
+        /// The subtask.
+        subtask: u32,
+        /// The protocol's reason.
+        #[source]
+        source: bluegreen_protocol::GateReportError,
     },
     /// The coordination ConfigMap cannot be moved to the state the controller needs.
     #[error("coordination ConfigMap {name}: {source}")]
@@ -68,7 +101,10 @@ impl Error {
         match self {
             Self::InvalidSpec { .. } | Self::InvalidField { .. } => "invalid_spec",
             Self::Kube(_) => "kube",
-            Self::FlinkRest { .. } => "flink_rest",
+            Self::FlinkRest { .. }
+            | Self::FlinkRequest { .. }
+            | Self::FlinkAnswer { .. }
+            | Self::GateReport { .. } => "flink_rest",
             Self::Coordination { .. } => "coordination",
             Self::Json(_) => "json",
             Self::MissingMetadata(_) => "metadata",

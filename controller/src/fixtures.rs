@@ -2,7 +2,7 @@
 
 use bluegreen_protocol::{AppliedState, Color, GateReport, Stage, Toggle};
 
-use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, GateObs, Observed};
+use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, GateObs, JobState, Observed};
 use crate::resource::{
     FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus, FlinkDeploymentSpec,
     FlinkDeploymentTemplate, JobSpec,
@@ -49,7 +49,7 @@ pub fn observed() -> Observed {
         template_hash: "h1".into(),
         initial_savepoint: None,
         redeploy_nonce: None,
-        wanted_job_state: "running".into(),
+        wanted_job_state: JobState::Running,
         status: FlinkBlueGreenDeploymentStatus::default(),
         configmap: ConfigMapObs::Absent,
         blue: None,
@@ -94,7 +94,7 @@ pub fn running(hash: &str, epoch: u64, stage: u8, max_passed: Option<i64>, wm: i
         job_state: Some("RUNNING".into()),
         job_id: Some("job".into()),
         error: None,
-        spec_job_state: Some("running".into()),
+        spec_job_state: Some(JobState::Running),
         flink: Some(FlinkObs {
             checkpoints_completed: 3,
             latest_checkpoint: Some("file:///cp/3".into()),

@@ -66,7 +66,7 @@ impl FlinkRest {
         let url = format!("{}{path}", self.base);
         match self.http.get(&url).send().await {
             Ok(response) => Ok((url, response)),
-            Err(e) => Err(rest_error(&url, &e)),
+            Err(source) => Err(Error::FlinkRequest { url, source }),
         }
     }
 
@@ -104,10 +104,7 @@ impl FlinkRest {
 
     async fn get_typed<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T> {
         let value = self.get(path).await?;
-        serde_json::from_value(value).map_err(|e| Error::FlinkRest {
-            url: format!("{}{path}", self.base),
-            message: format!("unexpected answer: {e}"),
-        })
+        typed(&format!("{}{path}", self.base), value)
     }
 
     /// Every gate subtask's `bluegreenGateAppliedState` line, on every vertex: gates are found by
@@ -137,13 +134,15 @@ impl FlinkRest {
                         url: format!("{}{path}", self.base),
                         message: format!("subtask {subtask} does not report {}", metric.id),
                     })?;
-                let report = line
-                    .value
-                    .parse::<GateReport>()
-                    .map_err(|e| Error::FlinkRest {
-                        url: format!("{}{path}", self.base),
-                        message: format!("{} of subtask {subtask} does not parse: {e}", metric.id),
-                    })?;
+                let report =
+                    line.value
+                        .parse::<GateReport>()
+                        .map_err(|source| Error::GateReport {
+                            url: format!("{}{path}", self.base),
+                            metric: metric.id.clone(),
+                            subtask,
+                            source,
+                        })?;
                 reports.push(report);
             }
         }
@@ -160,7 +159,10 @@ impl FlinkRest {
             .json(body)
             .send()
             .await
-            .map_err(|e| rest_error(&url, &e))?;
+            .map_err(|source| Error::FlinkRequest {
+                url: url.clone(),
+                source,
+            })?;
         let answer = decode(&url, response).await?;
         Ok((url, answer))
     }
@@ -188,7 +190,7 @@ impl FlinkRest {
                 }),
             )
             .await?;
-        let answered = request_id(&url, &answer)?;
+        let answered = request_id(&url, answer)?;
         if answered != trigger_id {
             return Err(Error::FlinkRest {
                 url,
@@ -214,7 +216,7 @@ impl FlinkRest {
             trigger_id,
         };
         let (url, answer) = self.post(&format!("/jobs/{job_id}/stop"), &body).await?;
-        let answered = request_id(&url, &answer)?;
+        let answered = request_id(&url, answer)?;
         if answered != trigger_id {
             return Err(Error::FlinkRest {
                 url,
@@ -236,22 +238,8 @@ impl FlinkRest {
             return Ok(SavepointObs::Unknown);
         }
         let value = decode(&url, response).await?;
-        Ok(match value["status"]["id"].as_str() {
-            Some("COMPLETED") => match value["operation"]["location"].as_str() {
-                Some(location) => SavepointObs::Completed(location.to_owned()),
-                None => SavepointObs::Failed(
-                    value["operation"]["failure-cause"]["stack-trace"]
-                        .as_str()
-                        .or_else(|| value["operation"]["failure-cause"]["class"].as_str())
-                        .unwrap_or("savepoint failed")
-                        .lines()
-                        .next()
-                        .unwrap_or("savepoint failed")
-                        .to_owned(),
-                ),
-            },
-            _ => SavepointObs::InProgress,
-        })
+        let answer: SavepointAnswer = typed(&url, value)?;
+        Ok(answer.into())
     }
 }
 
@@ -305,6 +293,64 @@ struct CompletedCheckpoint {
     external_path: Option<String>,
 }
 
+/// `GET /jobs/:jid/savepoints/:triggerid`: an asynchronous operation's state and, once
+/// completed, its result.
+#[derive(Deserialize)]
+struct SavepointAnswer {
+    status: OperationStatus,
+    #[serde(default)]
+    operation: Option<SavepointOperation>,
+}
+
+#[derive(Deserialize)]
+struct OperationStatus {
+    id: OperationState,
+}
+
+/// Flink's `QueueStatus.Id`.
+#[derive(Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+enum OperationState {
+    InProgress,
+    Completed,
+}
+
+/// The result of a completed savepoint: its location, or why it failed.
+#[derive(Deserialize)]
+struct SavepointOperation {
+    #[serde(default)]
+    location: Option<String>,
+    #[serde(default, rename = "failure-cause")]
+    failure_cause: Option<FailureCause>,
+}
+
+/// Flink's `SerializedThrowable` as JSON.
+#[derive(Deserialize)]
+struct FailureCause {
+    #[serde(default)]
+    class: Option<String>,
+    #[serde(default, rename = "stack-trace")]
+    stack_trace: Option<String>,
+}
+
+impl From<SavepointAnswer> for SavepointObs {
+    fn from(answer: SavepointAnswer) -> Self {
+        let operation = match answer.status.id {
+            OperationState::InProgress => return Self::InProgress,
+            OperationState::Completed => answer.operation,
+        };
+        let (location, cause) = operation.map_or((None, None), |o| (o.location, o.failure_cause));
+        if let Some(location) = location {
+            return Self::Completed(location);
+        }
+        let why = cause
+            .and_then(|c| c.stack_trace.or(c.class))
+            .and_then(|text| text.lines().next().map(str::to_owned))
+            .unwrap_or_else(|| "savepoint failed".to_owned());
+        Self::Failed(why)
+    }
+}
+
 /// The body of `POST /jobs/:jid/stop` (Flink's `StopWithSavepointRequestBody`).
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -323,25 +369,29 @@ struct TriggerResponse {
 }
 
 /// The trigger id of a savepoint or stop answer.
-fn request_id(url: &str, value: &Value) -> Result<String> {
-    serde_json::from_value::<TriggerResponse>(value.clone())
-        .map(|r| r.request_id)
-        .map_err(|e| Error::FlinkRest {
-            url: url.to_owned(),
-            message: format!("no request-id in {value}: {e}"),
-        })
+fn request_id(url: &str, value: Value) -> Result<String> {
+    typed::<TriggerResponse>(url, value).map(|r| r.request_id)
 }
 
-fn rest_error(url: &str, e: &reqwest::Error) -> Error {
-    Error::FlinkRest {
+/// `value`, the answer from `url`, as a `T`: another shape is an error.
+fn typed<T: serde::de::DeserializeOwned>(url: &str, value: Value) -> Result<T> {
+    let excerpt = value.to_string().chars().take(300).collect();
+    serde_json::from_value(value).map_err(|source| Error::FlinkAnswer {
         url: url.to_owned(),
-        message: e.to_string(),
-    }
+        excerpt,
+        source,
+    })
 }
 
 async fn decode(url: &str, response: reqwest::Response) -> Result<Value> {
     let status = response.status();
-    let text = response.text().await.map_err(|e| rest_error(url, &e))?;
+    let text = response
+        .text()
+        .await
+        .map_err(|source| Error::FlinkRequest {
+            url: url.to_owned(),
+            source,
+        })?;
     if !status.is_success() {
         return Err(Error::FlinkRest {
             url: url.to_owned(),
@@ -351,18 +401,58 @@ async fn decode(url: &str, response: reqwest::Response) -> Result<Value> {
             ),
         });
     }
-    serde_json::from_str(&text).map_err(|e| Error::FlinkRest {
+    serde_json::from_str(&text).map_err(|source| Error::FlinkAnswer {
         url: url.to_owned(),
-        message: format!(
-            "invalid JSON ({e}): {}",
-            text.chars().take(300).collect::<String>()
-        ),
+        excerpt: text.chars().take(300).collect(),
+        source,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn savepoint(answer: Value) -> std::result::Result<SavepointObs, serde_json::Error> {
+        serde_json::from_value::<SavepointAnswer>(answer).map(SavepointObs::from)
+    }
+
+    #[test]
+    fn a_savepoint_answer_is_in_progress_completed_or_failed_and_any_other_shape_is_an_error() {
+        assert_eq!(
+            savepoint(json!({"status": {"id": "IN_PROGRESS"}})).unwrap(),
+            SavepointObs::InProgress
+        );
+        assert_eq!(
+            savepoint(
+                json!({"status": {"id": "COMPLETED"}, "operation": {"location": "s3://sp/1"}})
+            )
+            .unwrap(),
+            SavepointObs::Completed("s3://sp/1".into())
+        );
+        let failed = json!({"status": {"id": "COMPLETED"}, "operation": {"failure-cause": {
+            "class": "java.io.IOException",
+            "stack-trace": "java.io.IOException: disk full\n\tat somewhere",
+            "serialized-throwable": "",
+        }}});
+        assert_eq!(
+            savepoint(failed).unwrap(),
+            SavepointObs::Failed("java.io.IOException: disk full".into())
+        );
+        let class_only = json!({"status": {"id": "COMPLETED"}, "operation": {"failure-cause": {
+            "class": "java.lang.Exception"
+        }}});
+        assert_eq!(
+            savepoint(class_only).unwrap(),
+            SavepointObs::Failed("java.lang.Exception".into())
+        );
+        for changed in [
+            json!({"status": {"id": "DONE"}}),
+            json!({"status": "COMPLETED"}),
+            json!({"state": {"id": "COMPLETED"}}),
+        ] {
+            assert!(savepoint(changed.clone()).is_err(), "{changed}");
+        }
+    }
 
     #[test]
     fn the_url_template_names_the_deployment() {

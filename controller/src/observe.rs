@@ -5,6 +5,8 @@ use bluegreen_protocol::{Color, CoordinationState, configmap_name};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::checks::settings_for_plan;
@@ -13,7 +15,7 @@ use crate::context::{ACTION_ANNOTATION, Context, flink_deployment_resource};
 use crate::error::{Error, Result};
 use crate::flink_rest::FlinkRest;
 use crate::handover::final_savepoint_trigger_id;
-use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, ManualAction, Observed};
+use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, JobState, ManualAction, Observed};
 use crate::resource::{DeletionPolicy, FlinkBlueGreenDeployment, Phase};
 
 /// Observes one resource. REST failures are not errors: that child's `flink` is `None` and the
@@ -75,9 +77,10 @@ pub async fn observe_deletion(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) ->
     let mut children = [None, None];
     for (slot, color) in children.iter_mut().zip([Color::Blue, Color::Green]) {
         let child = child_name(&name, color);
-        let Some(mut obs) = api.get_opt(&child).await?.as_ref().map(child_obs) else {
+        let Some(found) = api.get_opt(&child).await? else {
             continue;
         };
+        let mut obs = child_obs(&found)?;
         if let Some(job_id) = obs
             .job_id
             .clone()
@@ -123,7 +126,11 @@ fn assemble(
         template_hash: spec_hash(&fbgd.spec),
         initial_savepoint: job.initial_savepoint_path.clone(),
         redeploy_nonce: job.savepoint_redeploy_nonce,
-        wanted_job_state: job.state.clone().unwrap_or_else(|| "running".into()),
+        wanted_job_state: job
+            .state
+            .as_deref()
+            .and_then(JobState::parse)
+            .unwrap_or_default(),
         status: fbgd.status.clone().unwrap_or_default(),
         configmap,
         blue,
@@ -148,7 +155,7 @@ async fn observe_child(
     let Some(child) = api.get_opt(name).await? else {
         return Ok(None);
     };
-    let mut obs = child_obs(&child);
+    let mut obs = child_obs(&child)?;
     let Some(job_id) = obs.job_id.clone() else {
         return Ok(Some(obs));
     };
@@ -176,18 +183,116 @@ async fn observe_child(
     Ok(Some(obs))
 }
 
-/// A child FlinkDeployment as Kubernetes reports it (nothing from its REST API yet).
-fn child_obs(child: &DynamicObject) -> ChildObs {
-    let status = child.data.get("status").cloned().unwrap_or(Value::Null);
-    let text = |v: &Value| v.as_str().map(str::to_owned);
-    ChildObs {
+/// A child FlinkDeployment as Kubernetes reports it (nothing from its REST API yet); an error
+/// when the Apache operator's status or the child's job spec has another shape.
+fn child_obs(child: &DynamicObject) -> Result<ChildObs> {
+    let status: ChildStatus = typed(child.data.get("status"))?;
+    let spec: ChildSpec = typed(child.data.get("spec"))?;
+    let job = status.job_status.unwrap_or_default();
+    Ok(ChildObs {
         template_hash: child.annotations().get(ANNOTATION_TEMPLATE_HASH).cloned(),
         deleting: child.metadata.deletion_timestamp.is_some(),
-        lifecycle: text(&status["lifecycleState"]),
-        job_state: text(&status["jobStatus"]["state"]),
-        job_id: text(&status["jobStatus"]["jobId"]),
-        error: text(&status["error"]),
-        spec_job_state: text(&child.data["spec"]["job"]["state"]),
+        lifecycle: status.lifecycle_state,
+        job_state: job.state,
+        job_id: job.job_id,
+        error: status.error,
+        spec_job_state: spec.job.and_then(|j| j.state),
         flink: None,
+    })
+}
+
+/// `value` (absent or null: the default) as a `T`.
+fn typed<T: DeserializeOwned + Default>(value: Option<&Value>) -> Result<T> {
+    match value {
+        None | Some(Value::Null) => Ok(T::default()),
+        Some(value) => Ok(T::deserialize(value)?),
+    }
+}
+
+/// `status` of a FlinkDeployment, as far as the controller reads it.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ChildStatus {
+    #[serde(default)]
+    lifecycle_state: Option<String>,
+    #[serde(default)]
+    job_status: Option<ChildJobStatus>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// `status.jobStatus` of a FlinkDeployment.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ChildJobStatus {
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    job_id: Option<String>,
+}
+
+/// `spec` of a FlinkDeployment, as far as the controller reads it.
+#[derive(Deserialize, Default)]
+struct ChildSpec {
+    #[serde(default)]
+    job: Option<ChildJob>,
+}
+
+/// `spec.job` of a FlinkDeployment.
+#[derive(Deserialize, Default)]
+struct ChildJob {
+    #[serde(default)]
+    state: Option<JobState>,
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::api::DynamicObject;
+    use serde_json::json;
+
+    use super::child_obs;
+    use crate::observed::JobState;
+
+    /// The child `orders-blue` (template hash h1) with `data` (its spec and status).
+    fn child(data: serde_json::Value) -> DynamicObject {
+        let mut object = json!({
+            "apiVersion": "flink.apache.org/v1beta1",
+            "kind": "FlinkDeployment",
+            "metadata": {"name": "orders-blue", "annotations": {"bluegreen.dev/template-hash": "h1"}},
+        });
+        if let (Some(object), serde_json::Value::Object(data)) = (object.as_object_mut(), data) {
+            object.extend(data);
+        }
+        serde_json::from_value(object).expect("a DynamicObject")
+    }
+
+    #[test]
+    fn the_child_status_is_read_by_field_and_a_changed_shape_is_an_error() {
+        let obs = child_obs(&child(json!({
+            "spec": {"job": {"state": "running", "jarURI": "local:///job.jar"}},
+            "status": {
+                "lifecycleState": "STABLE",
+                "jobStatus": {"state": "RUNNING", "jobId": "j1", "startTime": "1"},
+                "error": null,
+            },
+        })))
+        .expect("the operator's shape");
+        assert_eq!(obs.template_hash.as_deref(), Some("h1"));
+        assert_eq!(obs.lifecycle.as_deref(), Some("STABLE"));
+        assert_eq!(obs.job_state.as_deref(), Some("RUNNING"));
+        assert_eq!(obs.job_id.as_deref(), Some("j1"));
+        assert_eq!(obs.spec_job_state, Some(JobState::Running));
+        assert!(obs.running());
+        let fresh = child_obs(&child(json!({"spec": {}}))).expect("no status yet");
+        assert_eq!(fresh.job_state, None);
+        for changed in [
+            json!({"status": {"jobStatus": "RUNNING"}}),
+            json!({"status": {"jobStatus": {"jobId": 7}}}),
+            json!({"status": {"lifecycleState": ["STABLE"]}}),
+            json!({"spec": {"job": {"state": true}}}),
+            json!({"spec": {"job": {"state": "paused"}}}),
+        ] {
+            assert!(child_obs(&child(changed.clone())).is_err(), "{changed}");
+        }
     }
 }

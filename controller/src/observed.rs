@@ -35,6 +35,28 @@ impl ManualAction {
     }
 }
 
+/// `spec.job.state` of a job: running or suspended (applied in place, without a handover).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    /// `running` (the default).
+    #[default]
+    Running,
+    /// `suspended`.
+    Suspended,
+}
+
+impl JobState {
+    /// Parses a spec value; `None` for any other (validation refuses such a spec).
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "running" => Some(Self::Running),
+            "suspended" => Some(Self::Suspended),
+            _ => None,
+        }
+    }
+}
+
 /// The coordination ConfigMap as found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigMapObs {
@@ -61,8 +83,8 @@ pub struct ChildObs {
     pub job_id: Option<String>,
     /// `status.error`.
     pub error: Option<String>,
-    /// `spec.job.state` of the child (`running` or `suspended`).
-    pub spec_job_state: Option<String>,
+    /// `spec.job.state` of the child.
+    pub spec_job_state: Option<JobState>,
     /// What the job's REST API reported, if it was reachable.
     pub flink: Option<FlinkObs>,
 }
@@ -187,7 +209,7 @@ pub struct Observed {
     /// `spec.template.spec.job.savepointRedeployNonce`.
     pub redeploy_nonce: Option<i64>,
     /// `spec.template.spec.job.state`, defaulting to `running`.
-    pub wanted_job_state: String,
+    pub wanted_job_state: JobState,
     /// The current status.
     pub status: FlinkBlueGreenDeploymentStatus,
     /// The ConfigMap.

@@ -30,7 +30,11 @@ pub fn handover_observation(spec: &FlinkBlueGreenDeploymentSpec, settings: Setti
     obs.initial_savepoint
         .clone_from(&job.initial_savepoint_path);
     obs.redeploy_nonce = job.savepoint_redeploy_nonce;
-    obs.wanted_job_state = job.state.clone().unwrap_or_else(|| "running".into());
+    obs.wanted_job_state = job
+        .state
+        .as_deref()
+        .and_then(crate::observed::JobState::parse)
+        .unwrap_or_default();
     obs.status.active_color = Some(Color::Blue);
     obs.status.stage = Some(Stage::Running);
     obs.status.epoch = 1;

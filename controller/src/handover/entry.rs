@@ -4,7 +4,7 @@
 use bluegreen_protocol::Color;
 
 use super::{ACTIVE_REQUEUE, Action, Planner, STEADY_REQUEUE};
-use crate::observed::{ChildObs, ManualAction};
+use crate::observed::{ChildObs, JobState, ManualAction};
 use crate::resource::{OutgoingStop, Phase, RestoreFrom, Transition};
 use crate::settings::{Settings, ToggleRule};
 
@@ -42,7 +42,7 @@ impl Planner<'_> {
                 }
             }
             Some(child) => {
-                if !template_changed && child.spec_job_state.as_deref() != Some(&self.obs.wanted_job_state) {
+                if !template_changed && child.spec_job_state != Some(self.obs.wanted_job_state) {
                     self.apply(active, None);
                 }
                 if child.failed() {
@@ -53,7 +53,7 @@ impl Planner<'_> {
                         "the last handover to this template was aborted; change the template to try again".into(),
                     );
                 }
-                self.health.ready = child.running() || self.obs.wanted_job_state == "suspended";
+                self.health.ready = child.running() || self.obs.wanted_job_state == JobState::Suspended;
             }
         }
     }

@@ -129,7 +129,7 @@ impl Planner<'_> {
         let up_to_date = self.obs.child(color).is_some_and(|c| {
             !c.deleting
                 && c.template_hash.as_deref() == Some(hash)
-                && c.spec_job_state.as_deref() == Some(&self.obs.wanted_job_state)
+                && c.spec_job_state == Some(self.obs.wanted_job_state)
         });
         if !up_to_date && hash == self.obs.template_hash {
             self.apply(color, restore_path);

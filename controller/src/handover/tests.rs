@@ -147,7 +147,7 @@ fn steady_state_without_changes_does_nothing() {
 #[test]
 fn suspend_is_applied_in_place_without_a_handover() {
     let mut obs = steady_blue("h1");
-    obs.wanted_job_state = "suspended".into();
+    obs.wanted_job_state = crate::observed::JobState::Suspended;
     let p = plan(&obs);
     assert_eq!(
         p.actions,

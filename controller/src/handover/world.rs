@@ -277,7 +277,7 @@ impl World {
             ),
             job_id: Some(format!("{}-job", color.suffix())),
             error: job.failed.then(|| "injected failure".into()),
-            spec_job_state: Some("running".into()),
+            spec_job_state: Some(crate::observed::JobState::Running),
             flink: if job.failed {
                 // An ended job's REST API still names its latest checkpoint.
                 Some(FlinkObs {
