@@ -28,5 +28,5 @@ if [[ "${1:-}" == "--test" ]]; then
   javac --release 17 -encoding UTF-8 -Xlint:all,-serial,-options -Werror -cp "$OUT/bluegreen-example-job.jar:$CP" -d "$OUT/test-classes" @"$OUT/test-sources.txt"
   rm -rf "$OUT/selftest"
   java -Xmx1g -cp "$OUT/bluegreen-example-job.jar:$OUT/test-classes:$LIB/*" io.bluegreen.examples.SelfTest "$OUT/selftest" >&2
-  BLUEGREEN_EXAMPLE_OUTPUT="$PWD/$OUT/selftest" cargo test -p bluegreen-local --test file_ledger >&2
+  BLUEGREEN_EXAMPLE_OUTPUT="$PWD/$OUT/selftest" cargo test -p bluegreen-local-flink --test file_ledger >&2
 fi

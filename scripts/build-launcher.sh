@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Compiles the local real-mode launcher (local/launcher/src/main/java) with `javac --release 17`
+# Compiles the local real-mode launcher (local-flink/launcher/src/main/java) with `javac --release 17`
 # against the Flink jars installed by scripts/flink-jars.sh and packages
 # target/launcher/bluegreen-launcher.jar. Also builds the real-mode test job
-# (local/launcher/src/test/java) into target/launcher/bluegreen-test-job.jar (Main-Class set).
+# (local-flink/launcher/src/test/java) into target/launcher/bluegreen-test-job.jar (Main-Class set).
 # Prints the launcher jar's path on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +29,6 @@ build() { # name, source dir, jar, [main class]; skipped when the jar is newer t
   echo "build-launcher.sh: $3" >&2
 }
 mkdir -p "$OUT"
-build classes local/launcher/src/main/java "$OUT/bluegreen-launcher.jar"
-build test-classes local/launcher/src/test/java "$OUT/bluegreen-test-job.jar" io.bluegreen.local.testjob.CountingJob
+build classes local-flink/launcher/src/main/java "$OUT/bluegreen-launcher.jar"
+build test-classes local-flink/launcher/src/test/java "$OUT/bluegreen-test-job.jar" io.bluegreen.local.testjob.CountingJob
 echo "$PWD/$OUT/bluegreen-launcher.jar"

@@ -49,7 +49,7 @@ case "${1:-}" in
 esac
 if [[ "$MAIN" == *JniTestRunner && ( "$MODE" == all || "$MODE" == filtered ) ]]; then
   # The real sidecar test runs the cargo-built sidecar against the cargo-built local API server.
-  cargo build --quiet --locked -p bluegreen-sidecar -p bluegreen-local --bins
+  cargo build --quiet --locked -p bluegreen-sidecar -p bluegreen-local-apiserver --bins
 fi
 if [[ -z "${BLUEGREEN_GATE_JNI_LIBRARY:-}" ]]; then
   cargo build --quiet --locked -p bluegreen-gate-jni $([[ $JNI_PROFILE == release ]] && echo --release)

@@ -10,8 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
-use bluegreen_local::apiserver::{LocalApiServer, Options};
-use bluegreen_local::flink::crd::install_flink_deployment_crd;
+use bluegreen_local_apiserver::{LocalApiServer, Options};
+use bluegreen_local_flink::crd::install_flink_deployment_crd;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{CustomResourceExt, ResourceExt};
 use serde_json::json;

@@ -319,7 +319,7 @@ mod tests {
         for s in [spec("local:///job.jar"), spec_with_pod_templates()] {
             let child = build(&ctx(), &s, Color::Blue, "h", None).expect("valid");
             let report =
-                bluegreen_local::flink::crd::validate_flink_deployment(&child).expect("schema");
+                bluegreen_local_flink::crd::validate_flink_deployment(&child).expect("schema");
             assert!(report.errors.is_empty(), "{:?}", report.errors);
             assert!(
                 report.unknown_fields.is_empty(),

@@ -2,7 +2,7 @@
 
 use bluegreen_controller::metrics::Metrics;
 use bluegreen_controller::server::{ServerState, serve};
-use bluegreen_local::apiserver::{LocalApiServer, Options};
+use bluegreen_local_apiserver::{LocalApiServer, Options};
 
 #[tokio::test]
 async fn health_readiness_and_metrics_are_served() -> anyhow::Result<()> {

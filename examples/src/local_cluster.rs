@@ -23,11 +23,11 @@ use bluegreen_controller::context::Context;
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
 use bluegreen_controller::server::{ServerState, serve};
 use bluegreen_examples::real::{Artifacts, FLINK_VERSION, java_available};
-use bluegreen_local::apiserver::{LocalApiServer, Options};
-use bluegreen_local::flink::crd::install_flink_deployment_crd;
-use bluegreen_local::flink::real::RealFlink;
-use bluegreen_local::flink::{DEFAULT_START_MS, LocalFlink, LocalFlinkOptions, SimClock};
-use bluegreen_local::ledger::SinkMode;
+use bluegreen_local_apiserver::{LocalApiServer, Options};
+use bluegreen_local_flink::crd::install_flink_deployment_crd;
+use bluegreen_local_flink::ledger::SinkMode;
+use bluegreen_local_flink::real::RealFlink;
+use bluegreen_local_flink::{DEFAULT_START_MS, LocalFlink, LocalFlinkOptions, SimClock};
 use clap::{Parser, Subcommand};
 use kube::CustomResourceExt;
 use tokio::sync::watch;
@@ -145,8 +145,11 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,bluegreen_controller=info,bluegreen_local=info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                "warn,bluegreen_controller=info,bluegreen_local_apiserver=info,\
+                 bluegreen_local_flink=info"
+                    .into()
+            }),
         )
         .init();
     match Cli::parse().command {

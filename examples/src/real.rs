@@ -12,9 +12,9 @@ use bluegreen_controller::resource::{
     Coordination, FlinkBlueGreenDeploymentSpec, FlinkDeploymentSpec, FlinkDeploymentTemplate,
     HealthRequirements, JobSpec, TemplateMetadata, ToggleChoice,
 };
-use bluegreen_local::file_ledger::{self, Expectation, FileLedgerReport};
-use bluegreen_local::flink::DeploymentRef;
-use bluegreen_local::flink::real::RealFlinkOptions;
+use bluegreen_local_flink::DeploymentRef;
+use bluegreen_local_flink::file_ledger::{self, Expectation, FileLedgerReport};
+use bluegreen_local_flink::real::RealFlinkOptions;
 use bluegreen_protocol::Color;
 use serde_json::{Value, json};
 

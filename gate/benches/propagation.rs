@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use bluegreen_gate::{ConfigMapSource, Gate, SharedState, StateOptions};
-use bluegreen_local::apiserver::{LocalApiServer, Options};
+use bluegreen_local_apiserver::{LocalApiServer, Options};
 use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle, configmap_name};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bluegreen_gate::{ConfigMapSource, SharedState, SourceOptions, StateOptions};
-use bluegreen_local::apiserver::{LocalApiServer, Options};
+use bluegreen_local_apiserver::{LocalApiServer, Options};
 use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle, configmap_name};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -1,4 +1,4 @@
-//! The ConfigMap source against the local API server (`bluegreen_local::apiserver`): updates,
+//! The ConfigMap source against the local API server (`bluegreen_local_apiserver`): updates,
 //! refused values, a forced watch drop, a `410 Gone` re-list, deletion, and staleness with a
 //! paused server.
 
@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bluegreen_gate::{ConfigMapSource, Gate, SharedState, SourceOptions, StateOptions};
-use bluegreen_local::apiserver::{LocalApiServer, Options};
+use bluegreen_local_apiserver::{LocalApiServer, Options};
 use bluegreen_protocol::{Color, CoordinationState, Decision, Stage, Toggle, configmap_name, keys};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

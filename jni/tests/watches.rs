@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bluegreen_gate_jni::{Error, NativeGate, WatchKey, Watches, state_json};
-use bluegreen_local::apiserver::{LocalApiServer, Options};
+use bluegreen_local_apiserver::{LocalApiServer, Options};
 use bluegreen_protocol::{Color, CoordinationState, Decision, Stage, Toggle, configmap_name};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

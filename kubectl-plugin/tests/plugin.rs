@@ -7,14 +7,15 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
-use bluegreen_local::apiserver::{LocalApiServer, Options};
+use bluegreen_local_apiserver::{LocalApiServer, Options};
 use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle, configmap_name};
 use kube::CustomResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::ApiResource;
 use serde_json::{Value, json};
 
-const FLINK_CRD: &str = include_str!("../../local/crds/flinkdeployments.flink.apache.org-v1.yml");
+const FLINK_CRD: &str =
+    include_str!("../../local-flink/crds/flinkdeployments.flink.apache.org-v1.yml");
 
 struct Fixture {
     server: LocalApiServer,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bluegreen_gate::{ConfigMapSource, SharedState, StateOptions};
-use bluegreen_local::apiserver::{LocalApiServer, Options};
+use bluegreen_local_apiserver::{LocalApiServer, Options};
 use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle, configmap_name};
 use bluegreen_sidecar::{Sidecar, SidecarOptions, StateBody};
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
 use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
-use bluegreen_local::flink::DeploymentRef;
+use bluegreen_local_flink::DeploymentRef;
 use bluegreen_protocol::Color;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;

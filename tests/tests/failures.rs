@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use bluegreen_controller::resource::{FlinkBlueGreenDeployment, Phase};
 use bluegreen_examples::reliability::{Trial, record};
 use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
-use bluegreen_local::flink::{DeploymentRef, JobFailure, JobState, RestFault};
+use bluegreen_local_flink::{DeploymentRef, JobFailure, JobState, RestFault};
 use bluegreen_protocol::Color;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams};

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use bluegreen_controller::resource::Phase;
 use bluegreen_examples::reliability::{Trial, record};
 use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
-use bluegreen_local::flink::{DeploymentRef, JobFailure, RestFault};
+use bluegreen_local_flink::{DeploymentRef, JobFailure, RestFault};
 use bluegreen_protocol::Color;
 use serde_json::json;
 

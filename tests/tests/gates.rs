@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
-use bluegreen_local::flink::DeploymentRef;
+use bluegreen_local_flink::DeploymentRef;
 use bluegreen_protocol::Color;
 use serde_json::json;
 

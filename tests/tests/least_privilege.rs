@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bluegreen_examples::reliability::{Trial, record};
-use bluegreen_local::apiserver::Denial;
+use bluegreen_local_apiserver::Denial;
 use rbac_bed::{
     Bed, INSTALL_NAMESPACE, Right, SIDECAR_RBAC_FROM_CONTROLLER, Step, capture_logs, captured_logs,
     install_objects, rights, without,

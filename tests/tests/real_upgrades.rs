@@ -16,7 +16,7 @@ use anyhow::ensure;
 use bluegreen_controller::resource::RestoreFrom;
 use bluegreen_examples::real::{Artifacts, ExampleJob, java_available};
 use bluegreen_examples::{LocalStack, StackOptions};
-use bluegreen_local::file_ledger::{self, Expectation, FileLedgerReport};
+use bluegreen_local_flink::file_ledger::{self, Expectation, FileLedgerReport};
 use bluegreen_protocol::Color;
 use serde_json::json;
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use bluegreen_controller::resource::Phase;
 use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
-use bluegreen_local::apiserver::{RequestMatch, Verb};
-use bluegreen_local::flink::DeploymentRef;
+use bluegreen_local_apiserver::{RequestMatch, Verb};
+use bluegreen_local_flink::DeploymentRef;
 use bluegreen_protocol::Color;
 use serde_json::json;
 

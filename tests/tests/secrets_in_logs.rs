@@ -20,9 +20,9 @@ use rbac_bed::{
 };
 use serde_json::json;
 
-const LOG_FILTER: &str = "debug,bluegreen_controller=trace,bluegreen_local=trace,\
-    bluegreen_gate=trace,kube_client=trace,kube_runtime=trace,kube_lease_manager=trace,\
-    secrets_in_logs=trace,hyper=debug,hyper_util=debug,h2=info,tower=debug";
+const LOG_FILTER: &str = "debug,bluegreen_controller=trace,bluegreen_local_apiserver=trace,\
+    bluegreen_local_flink=trace,bluegreen_gate=trace,kube_client=trace,kube_runtime=trace,\
+    kube_lease_manager=trace,secrets_in_logs=trace,hyper=debug,hyper_util=debug,h2=info,tower=debug";
 
 /// A line this test logs itself, to show that the capture works.
 const CANARY: &str = "capture-canary-5d2b";

@@ -11,7 +11,7 @@ use bluegreen_controller::gate_rbac;
 use bluegreen_controller::injection::{SIDECAR_CONTAINER, env};
 use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
 use bluegreen_gate::{ConfigMapSource, SharedState, StateOptions};
-use bluegreen_local::apiserver::{AuthMode, LocalApiServer, Options};
+use bluegreen_local_apiserver::{AuthMode, LocalApiServer, Options};
 use bluegreen_protocol::Color;
 use k8s_openapi::api::core::v1::{ConfigMap, PodSpec, Secret};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, Subject};

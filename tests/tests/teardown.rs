@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
 use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
-use bluegreen_local::flink::{DeploymentRef, JobFailure, JobState};
+use bluegreen_local_flink::{DeploymentRef, JobFailure, JobState};
 use bluegreen_protocol::{Color, Stage};
 use serde_json::json;
 
@@ -58,7 +58,7 @@ async fn the_outgoing_job_commits_its_output_before_it_is_deleted() -> anyhow::R
 /// before its first checkpoint; returns the ledger's report.
 async fn green_restarting_after_promotion(
     clear_floor: bool,
-) -> anyhow::Result<bluegreen_local::ledger::LedgerReport> {
+) -> anyhow::Result<bluegreen_local_flink::ledger::LedgerReport> {
     // Green has no checkpoint when it restarts: it replays from blue's savepoint, far below W.
     // Without the floor, RUNNING(GREEN) would pass those replayed records t <= W again.
     let (stack, done) = hand_over_with_long_checkpoints(true).await?;

@@ -375,7 +375,7 @@ fn base(name: &str) -> Value {
 /// What our CRD's schema says about `object` (the API server's 422 causes, as field paths).
 fn admission_errors(object: &Value) -> Vec<String> {
     let crd = serde_json::to_value(FlinkBlueGreenDeployment::crd()).expect("the CRD serialises");
-    bluegreen_local::apiserver::validate_against_crd(&crd, "v1alpha1", object)
+    bluegreen_local_apiserver::validate_against_crd(&crd, "v1alpha1", object)
         .expect("our CRD has a v1alpha1 schema")
         .errors
         .into_iter()
@@ -519,7 +519,7 @@ fn the_base_spec_and_the_longest_name_are_valid_and_start_the_handover() {
 
 #[test]
 fn the_vendored_schema_is_the_upstream_crd_spec() {
-    let crd = bluegreen_local::flink::crd::flink_deployment_crd().expect("the upstream CRD");
+    let crd = bluegreen_local_flink::crd::flink_deployment_crd().expect("the upstream CRD");
     let upstream = crd
         .pointer("/spec/versions")
         .and_then(Value::as_array)

@@ -18,12 +18,12 @@ use bluegreen_controller::context::Context;
 use bluegreen_controller::leader::{LeaseConfig, run_when_leader};
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
 use bluegreen_examples::orders_job;
-use bluegreen_local::apiserver::{AuthMode, Denial, LocalApiServer, Options, Token};
-use bluegreen_local::flink::crd::install_flink_deployment_crd;
-use bluegreen_local::flink::{
+use bluegreen_local_apiserver::{AuthMode, Denial, LocalApiServer, Options, Token};
+use bluegreen_local_flink::crd::install_flink_deployment_crd;
+use bluegreen_local_flink::ledger::{Expectation, LedgerReport};
+use bluegreen_local_flink::{
     DEFAULT_START_MS, DeploymentRef, LocalFlink, LocalFlinkOptions, SimClock,
 };
-use bluegreen_local::ledger::{Expectation, LedgerReport};
 use bluegreen_protocol::Color;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};

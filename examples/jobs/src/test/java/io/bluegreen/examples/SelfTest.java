@@ -28,7 +28,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  *       and running counts exactly.
  * </ul>
  * Writes {@code OUT/run.txt} (the parameters the ledger needs) and fails if an output committed
- * no part file. The Rust ledger test ({@code local/tests/file_ledger.rs}) judges the output.
+ * no part file. The Rust ledger test ({@code local-flink/tests/file_ledger.rs}) judges the output.
  *
  * <p>Usage: {@code SelfTest OUT_DIR}
  */

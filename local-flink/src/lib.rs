@@ -1,0 +1,51 @@
+//! Run bluegreen's Flink side without a cluster: the local FlinkDeployment runners (simulated and
+//! real) and the ledgers that judge what their jobs emitted. The Kubernetes API server they talk
+//! to is the crate `bluegreen-local-apiserver`.
+//!
+//! * The simulated Flink, described below.
+//! * [`real`]: real Flink 1.20 jobs, one JVM per deployment, with the real sidecar.
+//! * [`ledger`]: the oracle that counts duplicates, losses and wrong-color emissions of the
+//!   simulated jobs; [`file_ledger`]: the same for the part files of the example job.
+//! * [`Error`]: the crate's one error type.
+//!
+//! # The simulated Flink
+//!
+//! A simulated Flink for the local setup: the pieces the controller talks to, behind the same
+//! interfaces as the real thing.
+//!
+//! * [`LocalFlink`] (the "local operator"): watches `FlinkDeployment` resources
+//!   (flink.apache.org/v1beta1) through a `kube::Client` as plain JSON, runs a simulated job for
+//!   each, and moves their status the way the Apache Flink Kubernetes Operator does.
+//! * Simulated jobs: a deterministic, replayable source ([`source`]), Flink's watermarks with
+//!   idleness, a keyed running count, the real `bluegreen-gate` per subtask and a sink into the
+//!   [`Ledger`](crate::ledger::Ledger); periodic checkpoints, savepoints, restarts.
+//! * A Flink-REST-compatible endpoint for every deployment under one server
+//!   ([`LocalFlink::rest_url_template`]).
+//! * [`SimClock`]: manual or scaled time; [`Faults`]: fault injection.
+//!
+//! The configuration keys are in [`config::keys`] and `docs/local-flink.md`.
+#![forbid(unsafe_code)]
+
+pub mod clock;
+pub mod config;
+pub mod crd;
+mod engine;
+mod error;
+pub mod faults;
+pub mod file_ledger;
+mod job;
+pub mod ledger;
+mod operator;
+pub mod real;
+pub mod rest;
+pub mod snapshot;
+pub mod source;
+mod status;
+
+pub use clock::{DEFAULT_START_MS, SimClock};
+pub use config::{GateTarget, JobSettings, RestartStrategy};
+pub use engine::NO_WATERMARK;
+pub use error::{Error, Result};
+pub use faults::{DeploymentRef, Faults, JobFailure, RestFault};
+pub use job::{JobState, JobView, SavepointOp, SimJob};
+pub use operator::{LocalFlink, LocalFlinkOptions};

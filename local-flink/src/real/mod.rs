@@ -1,0 +1,276 @@
+//! Real mode: every `FlinkDeployment` whose `spec.job.jarURI` is a local jar runs as a real
+//! Flink 1.20 job, one JVM per deployment (a MiniCluster started by the Java launcher,
+//! `local-flink/launcher`, built by `scripts/build-launcher.sh`), with the real `bluegreen-sidecar`
+//! next to it, and its status moved the way the Apache Flink Kubernetes Operator moves it.
+//!
+//! * [`RealFlink::start`] watches `FlinkDeployment`s (as JSON) and runs one actor per resource.
+//! * [`RealFlink::rest_url_template`]: one local reverse proxy for every job's REST API,
+//!   `http://127.0.0.1:PORT/{namespace}/{name}` (on a cluster:
+//!   `http://{name}-rest.{namespace}.svc:8081`).
+//! * Every child process is killed on [`RealFlink::shutdown`] and on drop.
+//!
+//! See `docs/local-flink.md`, "Real mode".
+
+mod actor;
+mod flink_rest;
+mod ports;
+mod process;
+mod proxy;
+mod spec;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::DynamicObject;
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+pub use spec::MAIN_CONTAINER;
+
+use self::actor::{Actor, Msg};
+use self::process::JobProcess;
+use super::DeploymentRef;
+use super::operator::flink_deployment_resource;
+use crate::Error;
+
+/// Settings of a [`RealFlink`].
+#[derive(Debug, Clone)]
+pub struct RealFlinkOptions {
+    /// Flink's `lib/` directory (the jars `scripts/flink-jars.sh` installs).
+    pub flink_lib: PathBuf,
+    /// `target/launcher/bluegreen-launcher.jar` (`scripts/build-launcher.sh`).
+    pub launcher_jar: PathBuf,
+    /// The `bluegreen-sidecar` binary; `None`: no sidecar (and no `BLUEGREEN_SIDECAR_URL`).
+    pub sidecar_binary: Option<PathBuf>,
+    /// Checkpoints, savepoints, logs and per-run files, under `<namespace>/<name>/`.
+    pub work_dir: PathBuf,
+    /// The kubeconfig the sidecars use (`LocalApiServer::kubeconfig_yaml()`).
+    pub kubeconfig_yaml: String,
+    /// The `java` executable (default `java`, from `PATH`).
+    pub java: PathBuf,
+    /// The maximum heap of each job JVM (`-Xmx`, default `512m`).
+    pub jvm_heap: String,
+    /// More JVM options (default: `-XX:+UseSerialGC -XX:TieredStopAtLevel=1`, for a quick
+    /// start-up on few cores).
+    pub jvm_options: Vec<String>,
+    /// Watch only this namespace (`None`: all namespaces).
+    pub namespace: Option<String>,
+    /// Port of the REST proxy on 127.0.0.1 (`0`: any free port).
+    pub rest_port: u16,
+    /// How long a new JVM may take until its REST API answers (default 3 min).
+    pub startup_timeout: Duration,
+    /// How long a stop-with-savepoint or a cancel may take (default 1 min).
+    pub operation_timeout: Duration,
+    /// How often a running job is polled through its REST API (default 500 ms).
+    pub poll_interval: Duration,
+}
+
+impl RealFlinkOptions {
+    /// Options with the defaults above.
+    pub fn new(
+        flink_lib: impl Into<PathBuf>,
+        launcher_jar: impl Into<PathBuf>,
+        work_dir: impl Into<PathBuf>,
+        kubeconfig_yaml: impl Into<String>,
+    ) -> Self {
+        Self {
+            flink_lib: flink_lib.into(),
+            launcher_jar: launcher_jar.into(),
+            sidecar_binary: None,
+            work_dir: work_dir.into(),
+            kubeconfig_yaml: kubeconfig_yaml.into(),
+            java: PathBuf::from("java"),
+            jvm_heap: "512m".into(),
+            jvm_options: vec!["-XX:+UseSerialGC".into(), "-XX:TieredStopAtLevel=1".into()],
+            namespace: None,
+            rest_port: 0,
+            startup_timeout: Duration::from_mins(3),
+            operation_timeout: Duration::from_mins(1),
+            poll_interval: Duration::from_millis(500),
+        }
+    }
+}
+
+/// State shared by the watch, the actors and the proxy.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    options: RealFlinkOptions,
+    http: reqwest::Client,
+    /// The processes of every deployment that has some.
+    processes: Mutex<BTreeMap<DeploymentRef, JobProcess>>,
+}
+
+impl Shared {
+    fn processes(&self) -> MutexGuard<'_, BTreeMap<DeploymentRef, JobProcess>> {
+        self.processes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn rest_port(&self, d: &DeploymentRef) -> Option<u16> {
+        self.processes().get(d).map(|p| p.rest_port)
+    }
+
+    fn deployment_dir(&self, d: &DeploymentRef) -> PathBuf {
+        self.options.work_dir.join(&d.namespace).join(&d.name)
+    }
+}
+
+/// The real-mode FlinkDeployment runner and its REST proxy.
+#[derive(Debug)]
+pub struct RealFlink {
+    shared: Arc<Shared>,
+    rest_addr: SocketAddr,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RealFlink {
+    /// Starts watching `FlinkDeployment`s through `client` and serving the REST proxy. The
+    /// FlinkDeployment CRD must be installed (see [`crd`](super::crd)).
+    pub async fn start(client: kube::Client, options: RealFlinkOptions) -> Result<Self, Error> {
+        std::fs::create_dir_all(&options.work_dir).map_err(|source| Error::Io {
+            what: "creating",
+            path: options.work_dir.display().to_string(),
+            source,
+        })?;
+        let kubeconfig = options.work_dir.join("kubeconfig.yaml");
+        std::fs::write(&kubeconfig, &options.kubeconfig_yaml).map_err(|source| Error::Io {
+            what: "writing",
+            path: kubeconfig.display().to_string(),
+            source,
+        })?;
+        let shared = Arc::new(Shared {
+            http: reqwest::Client::new(),
+            processes: Mutex::default(),
+            options,
+        });
+        let (rest_addr, proxy_task) =
+            proxy::serve(Arc::clone(&shared), shared.options.rest_port).await?;
+        let api: Api<DynamicObject> = match &shared.options.namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &flink_deployment_resource()),
+            None => Api::all_with(client.clone(), &flink_deployment_resource()),
+        };
+        let watch_task = tokio::spawn(watch(api, client, Arc::clone(&shared)));
+        Ok(Self {
+            shared,
+            rest_addr,
+            tasks: vec![proxy_task, watch_task],
+        })
+    }
+
+    /// The REST URL template to configure the controller with:
+    /// `http://127.0.0.1:<port>/{namespace}/{name}`.
+    pub fn rest_url_template(&self) -> String {
+        format!("http://{}/{{namespace}}/{{name}}", self.rest_addr)
+    }
+
+    /// The REST base URL of one deployment (through the proxy).
+    pub fn rest_url(&self, d: &DeploymentRef) -> String {
+        format!("http://{}/{}/{}", self.rest_addr, d.namespace, d.name)
+    }
+
+    /// `http://127.0.0.1:<port>` of the deployment's sidecar, while one runs.
+    pub fn sidecar_url(&self, d: &DeploymentRef) -> Option<String> {
+        let port = self.shared.processes().get(d)?.sidecar_port?;
+        Some(format!("http://127.0.0.1:{port}"))
+    }
+
+    /// The process id of the deployment's job JVM, while one runs.
+    pub fn jvm_pid(&self, d: &DeploymentRef) -> Option<u32> {
+        self.shared.processes().get(d).map(JobProcess::pid)
+    }
+
+    /// The deployment's directory: `checkpoints/`, `savepoints/` and `run-N/` (each with
+    /// `flink.log`, `launcher.log`, `sidecar.log` and `flink-conf.properties`).
+    pub fn deployment_dir(&self, d: &DeploymentRef) -> PathBuf {
+        self.shared.deployment_dir(d)
+    }
+
+    /// Stops the watch and the proxy and kills every job JVM and sidecar (running jobs are not
+    /// cancelled first, as when a cluster goes away). Dropping the runner does the same.
+    pub fn shutdown(self) {
+        drop(self);
+    }
+}
+
+impl Drop for RealFlink {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        let processes = std::mem::take(&mut *self.shared.processes());
+        drop(processes);
+    }
+}
+
+/// Forwards watch events to one actor per deployment.
+async fn watch(api: Api<DynamicObject>, client: kube::Client, shared: Arc<Shared>) {
+    let mut actors = Actors::default();
+    let mut listed: HashSet<DeploymentRef> = HashSet::new();
+    let mut stream = watcher(api, watcher::Config::default()).boxed();
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::debug!(error = %e, "FlinkDeployment watch error (retrying)");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        match event {
+            watcher::Event::Init => listed.clear(),
+            watcher::Event::InitApply(obj) | watcher::Event::Apply(obj) => {
+                let key = DeploymentRef::new(obj.namespace().unwrap_or_default(), obj.name_any());
+                listed.insert(key.clone());
+                let (tx, _) = actors.0.entry(key.clone()).or_insert_with(|| {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    let api = Api::namespaced_with(
+                        client.clone(),
+                        &key.namespace,
+                        &flink_deployment_resource(),
+                    );
+                    let task = tokio::spawn(Actor::new(key, Arc::clone(&shared), api, rx).run());
+                    (tx, task)
+                });
+                let _ = tx.send(Msg::Apply(Box::new(obj)));
+            }
+            watcher::Event::InitDone => {
+                let gone: Vec<DeploymentRef> = actors
+                    .0
+                    .keys()
+                    .filter(|k| !listed.contains(*k))
+                    .cloned()
+                    .collect();
+                for key in gone {
+                    if let Some((tx, _)) = actors.0.remove(&key) {
+                        let _ = tx.send(Msg::Deleted);
+                    }
+                }
+            }
+            watcher::Event::Delete(obj) => {
+                let key = DeploymentRef::new(obj.namespace().unwrap_or_default(), obj.name_any());
+                if let Some((tx, _)) = actors.0.remove(&key) {
+                    let _ = tx.send(Msg::Deleted);
+                }
+            }
+        }
+    }
+}
+
+/// The actor of every deployment; they end with the watch (when the runner aborts it).
+#[derive(Default)]
+struct Actors(HashMap<DeploymentRef, (mpsc::UnboundedSender<Msg>, JoinHandle<()>)>);
+
+impl Drop for Actors {
+    fn drop(&mut self) {
+        for (_, task) in self.0.values() {
+            task.abort();
+        }
+    }
+}

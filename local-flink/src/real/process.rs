@@ -1,0 +1,270 @@
+//! The processes behind one running deployment, as in a pod: the launcher JVM (a MiniCluster
+//! running the job) and, next to it, the `bluegreen-sidecar`.
+
+use std::fmt::Write as _;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use super::RealFlinkOptions;
+use super::ports::free_port;
+use super::spec::DeploymentSpec;
+use crate::Error;
+
+/// Environment variables a pod's own env must not inherit from the runner's process.
+const POD_ENV: [&str; 4] = [
+    "BLUEGREEN_COLOR",
+    "BLUEGREEN_CONFIGMAP",
+    "BLUEGREEN_NAMESPACE",
+    "BLUEGREEN_SIDECAR_URL",
+];
+
+/// The log4j2 configuration of every launcher JVM: one log file, named by `-Dlog.file`.
+const LOG4J: &str = "rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = File
+appender.file.name = File
+appender.file.type = File
+appender.file.fileName = ${sys:log.file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{yyyy-MM-dd HH:mm:ss,SSS} %-5p %c - %m%n
+";
+
+/// What a deployment's run needs to know to start its processes.
+#[derive(Debug)]
+pub(crate) struct Launch<'a> {
+    pub namespace: &'a str,
+    pub spec: &'a DeploymentSpec,
+    pub jar: &'a Path,
+    pub job_id: &'a str,
+    pub restore: Option<&'a str>,
+    /// The deployment's directory (checkpoints, savepoints, one `run-N` per process).
+    pub dir: &'a Path,
+    pub run: u32,
+}
+
+/// The running processes of one deployment. Dropping it kills them.
+#[derive(Debug)]
+pub(crate) struct JobProcess {
+    jvm: Child,
+    sidecar: Option<Child>,
+    /// The port of the job's Flink REST API on 127.0.0.1.
+    pub rest_port: u16,
+    /// The port of the sidecar on 127.0.0.1, if one runs.
+    pub sidecar_port: Option<u16>,
+    /// The Flink job id the launcher submits the job under.
+    pub job_id: String,
+    run_dir: PathBuf,
+}
+
+fn io_error(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.display().to_string();
+    move |source| Error::Io { what, path, source }
+}
+
+/// `key=value` lines in Java properties syntax; every character that is not alphanumeric is
+/// written as a `\uXXXX` escape, which `Properties.load` reads back verbatim.
+pub(crate) fn to_properties<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    fn escape(out: &mut String, text: &str) {
+        for unit in text.encode_utf16() {
+            match char::from_u32(u32::from(unit)) {
+                Some(c) if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' => {
+                    out.push(c);
+                }
+                _ => {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    for (key, value) in entries {
+        escape(&mut out, key);
+        out.push('=');
+        escape(&mut out, value);
+        out.push('\n');
+    }
+    out
+}
+
+/// A file URI for a local directory.
+pub(crate) fn file_uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+impl JobProcess {
+    /// Starts the sidecar (when the options name its binary and the main container's env names
+    /// a ConfigMap) and the launcher JVM.
+    pub fn spawn(options: &RealFlinkOptions, launch: &Launch<'_>) -> Result<Self, Error> {
+        let run_dir = launch.dir.join(format!("run-{}", launch.run));
+        fs::create_dir_all(&run_dir).map_err(io_error("creating", &run_dir))?;
+        let env = launch.spec.env()?;
+        let lookup = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        let mut sidecar = None;
+        let mut sidecar_port = None;
+        if let (Some(binary), Some(configmap)) =
+            (&options.sidecar_binary, lookup("BLUEGREEN_CONFIGMAP"))
+        {
+            let port = free_port()?;
+            let namespace =
+                lookup("BLUEGREEN_NAMESPACE").unwrap_or_else(|| launch.namespace.into());
+            let mut cmd = Command::new(binary);
+            cmd.arg("--configmap")
+                .arg(&configmap)
+                .arg("--namespace")
+                .arg(&namespace)
+                .arg("--listen")
+                .arg(format!("127.0.0.1:{port}"));
+            if let Some(color) = lookup("BLUEGREEN_COLOR") {
+                cmd.arg("--color").arg(color);
+            }
+            for name in POD_ENV {
+                cmd.env_remove(name);
+            }
+            cmd.env("KUBECONFIG", options.work_dir.join("kubeconfig.yaml"))
+                .env("RUST_LOG", "info");
+            sidecar = Some(spawn_logged(cmd, &run_dir.join("sidecar.log"), binary)?);
+            sidecar_port = Some(port);
+        }
+        let jvm = match Self::spawn_jvm(options, launch, &run_dir, &env, sidecar_port) {
+            Ok(jvm) => jvm,
+            Err(e) => {
+                if let Some(mut s) = sidecar {
+                    kill(&mut s);
+                }
+                return Err(e);
+            }
+        };
+        let (jvm, rest_port) = jvm;
+        Ok(Self {
+            jvm,
+            sidecar,
+            rest_port,
+            sidecar_port,
+            job_id: launch.job_id.to_owned(),
+            run_dir,
+        })
+    }
+
+    fn spawn_jvm(
+        options: &RealFlinkOptions,
+        launch: &Launch<'_>,
+        run_dir: &Path,
+        env: &[(String, String)],
+        sidecar_port: Option<u16>,
+    ) -> Result<(Child, u16), Error> {
+        let checkpoints = launch.dir.join("checkpoints");
+        let savepoints = launch.dir.join("savepoints");
+        let mut conf = launch.spec.flink_configuration.clone();
+        conf.entry("state.checkpoints.dir".into())
+            .or_insert_with(|| file_uri(&checkpoints));
+        conf.entry("state.savepoints.dir".into())
+            .or_insert_with(|| file_uri(&savepoints));
+        conf.entry("execution.checkpointing.externalized-checkpoint-retention".into())
+            .or_insert_with(|| "RETAIN_ON_CANCELLATION".into());
+        let conf_file = run_dir.join("flink-conf.properties");
+        fs::write(
+            &conf_file,
+            to_properties(conf.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        )
+        .map_err(io_error("writing", &conf_file))?;
+        let log4j = options.work_dir.join("log4j.properties");
+        if !log4j.exists() {
+            fs::write(&log4j, LOG4J).map_err(io_error("writing", &log4j))?;
+        }
+        let job = launch.spec.job()?;
+        let rest_port = free_port()?;
+        let classpath = format!(
+            "{}:{}/*",
+            options.launcher_jar.display(),
+            options.flink_lib.display()
+        );
+        let mut cmd = Command::new(&options.java);
+        cmd.arg(format!("-Xmx{}", options.jvm_heap))
+            .args(&options.jvm_options)
+            .arg(format!("-Dlog4j.configurationFile={}", log4j.display()))
+            .arg(format!(
+                "-Dlog.file={}",
+                run_dir.join("flink.log").display()
+            ))
+            .arg("-cp")
+            .arg(classpath)
+            .arg("io.bluegreen.local.LocalJobLauncher")
+            .arg("--rest-port")
+            .arg(rest_port.to_string())
+            .arg("--jar")
+            .arg(launch.jar)
+            .arg("--job-id")
+            .arg(launch.job_id)
+            .arg("--parallelism")
+            .arg(launch.spec.parallelism()?.to_string())
+            .arg("--conf")
+            .arg(&conf_file)
+            .arg("--error-file")
+            .arg(run_dir.join("error.txt"));
+        if let Some(class) = &job.entry_class {
+            cmd.arg("--entry-class").arg(class);
+        }
+        if let Some(path) = launch.restore {
+            cmd.arg("--savepoint").arg(path);
+            if job.allow_non_restored_state {
+                cmd.arg("--allow-non-restored-state");
+            }
+        }
+        cmd.arg("--").args(&job.args);
+        for name in POD_ENV {
+            cmd.env_remove(name);
+        }
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
+        if let Some(port) = sidecar_port {
+            cmd.env("BLUEGREEN_SIDECAR_URL", format!("http://127.0.0.1:{port}"));
+        }
+        let child = spawn_logged(cmd, &run_dir.join("launcher.log"), &options.java)?;
+        Ok((child, rest_port))
+    }
+
+    /// If the JVM has exited: how, with the launcher's reported cause when it wrote one.
+    pub fn exited(&mut self) -> Option<String> {
+        let status = self.jvm.try_wait().ok().flatten()?;
+        let cause = fs::read_to_string(self.run_dir.join("error.txt")).ok();
+        Some(match cause {
+            Some(cause) => format!("the job could not be submitted: {}", cause.trim()),
+            None => format!(
+                "the JobManager process exited ({status}); see {}",
+                self.run_dir.join("launcher.log").display()
+            ),
+        })
+    }
+
+    /// The JVM's process id.
+    pub fn pid(&self) -> u32 {
+        self.jvm.id()
+    }
+}
+
+impl Drop for JobProcess {
+    /// Kills the JVM and the sidecar (as Kubernetes does when a pod is deleted).
+    fn drop(&mut self) {
+        kill(&mut self.jvm);
+        if let Some(sidecar) = &mut self.sidecar {
+            kill(sidecar);
+        }
+    }
+}
+
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn spawn_logged(mut cmd: Command, log: &Path, program: &Path) -> Result<Child, Error> {
+    let out = File::create(log).map_err(io_error("creating", log))?;
+    let err = out.try_clone().map_err(io_error("opening", log))?;
+    cmd.stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|source| Error::Spawn {
+            program: program.display().to_string(),
+            source,
+        })
+}
