@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # The test files that record trials (a file named here that is gone fails the run).
-tests=(least_privilege secrets_in_logs flink_faults failures api_faults crash_every_call)
+tests=(least_privilege secrets_in_logs flink_faults failures api_faults crash_every_call bad_specs configmap_edits restarts)
 args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
 BLUEGREEN_RELIABILITY_DIR=$dir cargo test --locked -p bluegreen-e2e "${args[@]}" "$@"

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
+use bluegreen_examples::reliability::{Trial, record};
 use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
 use bluegreen_local_flink::DeploymentRef;
 use bluegreen_protocol::Color;
@@ -16,6 +17,23 @@ use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_mins(1);
+const TEST: &str =
+    "bad_specs::bad_specs_are_refused_naming_the_field_and_the_running_job_is_untouched";
+
+/// Records a row of the "Bad specs on a running deployment" table.
+fn record_refusal(case: &str, outcome: &str, figures: String) -> anyhow::Result<()> {
+    record(&Trial {
+        area: "Bad specs on a running deployment".into(),
+        fault: case.into(),
+        runs: 1,
+        outcome: outcome.into(),
+        duplicates: None,
+        losses: None,
+        figures,
+        test: TEST.into(),
+    })?;
+    Ok(())
+}
 
 fn degraded(f: &FlinkBlueGreenDeployment) -> (String, String, String) {
     f.status
@@ -193,8 +211,10 @@ async fn bad_specs_are_refused_naming_the_field_and_the_running_job_is_untouched
         ),
     ];
     for (case, bad, field, fix, back) in refused_by_the_controller {
+        let started = std::time::Instant::now();
         stack.patch_spec("orders", bad).await?;
         let message = wait_refused(&stack, "orders", field, fix).await?;
+        let refused_in = started.elapsed();
         println!("{case}: {message}");
         // Keep it refused for a while: no resync starts anything either.
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -202,6 +222,11 @@ async fn bad_specs_are_refused_naming_the_field_and_the_running_job_is_untouched
         stack.patch_spec("orders", back).await?;
         wait_healthy(&stack, case).await?;
         assert_untouched(&stack, &before, case).await?;
+        record_refusal(
+            case,
+            "Degraded/InvalidSpec and a Warning event naming the field and the fix; the running job untouched; cleared when put back",
+            format!("refused in {} ms; names `{field}`", refused_in.as_millis()),
+        )?;
     }
 
     // Refused by the API server (our CRD's schema): the spec never changes.
@@ -230,17 +255,31 @@ async fn bad_specs_are_refused_naming_the_field_and_the_running_job_is_untouched
         assert!(text.contains(field), "{case}: {text}");
         println!("{case}: {text}");
         assert_untouched(&stack, &before, case).await?;
+        record_refusal(
+            case,
+            "refused by the API server (the CRD's schema): the stored spec unchanged",
+            format!("422 names `{field}`"),
+        )?;
     }
     assert_eq!(degraded(&stack.fbgds().get("orders").await?).0, "False");
 
-    // A name too long for the children: nothing is created at all.
+    a_name_too_long_creates_nothing(&stack, &before).await?;
+    stack.shutdown().await;
+    Ok(())
+}
+
+/// A name too long for the children: nothing is created at all, and the running job is untouched.
+async fn a_name_too_long_creates_nothing(
+    stack: &LocalStack,
+    before: &Running,
+) -> anyhow::Result<()> {
     let long = "orders-with-a-name-that-is-far-too-long0";
     stack.create(long, orders_job("v1", 2)).await?;
-    let message = wait_refused(&stack, long, "metadata.name", "at most 39").await?;
+    let message = wait_refused(stack, long, "metadata.name", "at most 39").await?;
     println!("name too long: {message}");
     tokio::time::sleep(Duration::from_secs(1)).await;
     for color in [Color::Blue, Color::Green] {
-        assert!(!child_exists(&stack, &format!("{long}-{}", color.suffix())).await?);
+        assert!(!child_exists(stack, &format!("{long}-{}", color.suffix())).await?);
     }
     let configmaps: Api<ConfigMap> = Api::namespaced(stack.client.clone(), NAMESPACE);
     assert!(
@@ -249,7 +288,11 @@ async fn bad_specs_are_refused_naming_the_field_and_the_running_job_is_untouched
             .await?
             .is_none()
     );
-    assert_untouched(&stack, &before, "another resource").await?;
-    stack.shutdown().await;
+    assert_untouched(stack, before, "another resource").await?;
+    record_refusal(
+        "a name too long for the children (40 characters)",
+        "Degraded/InvalidSpec naming metadata.name; no child, no ConfigMap; other resources untouched",
+        "names `metadata.name`, at most 39".into(),
+    )?;
     Ok(())
 }
