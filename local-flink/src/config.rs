@@ -13,12 +13,14 @@ use crate::Error;
 
 /// `spec.flinkConfiguration` keys the simulation reads.
 pub mod keys {
+    use bluegreen_protocol::wire::flink_config;
+
     /// The gate's color (`BLUE` | `GREEN`); absent: the job has no gate and passes everything.
-    pub const GATE_COLOR: &str = "bluegreen.gate.color";
+    pub const GATE_COLOR: &str = flink_config::COLOR;
     /// The coordination ConfigMap's name.
-    pub const GATE_CONFIGMAP: &str = "bluegreen.gate.configmap";
+    pub const GATE_CONFIGMAP: &str = flink_config::CONFIGMAP;
     /// The coordination ConfigMap's namespace (default: the deployment's).
-    pub const GATE_NAMESPACE: &str = "bluegreen.gate.namespace";
+    pub const GATE_NAMESPACE: &str = flink_config::NAMESPACE;
     /// How long (simulated ms) a record may stay on HOLD before the job fails.
     pub const GATE_HOLD_TIMEOUT: &str = "bluegreen.sim.gate.hold-timeout-ms";
     /// Seed of the topic.

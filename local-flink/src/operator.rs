@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use bluegreen_protocol::wire::flink_deployment;
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher;
@@ -47,11 +48,11 @@ const STATUS_RETRY_MS: i64 = 5_000;
 /// The `FlinkDeployment` kind, as a dynamic resource.
 pub fn flink_deployment_resource() -> ApiResource {
     ApiResource {
-        group: "flink.apache.org".into(),
-        version: "v1beta1".into(),
-        api_version: "flink.apache.org/v1beta1".into(),
-        kind: "FlinkDeployment".into(),
-        plural: "flinkdeployments".into(),
+        group: flink_deployment::GROUP.into(),
+        version: flink_deployment::VERSION.into(),
+        api_version: flink_deployment::API_VERSION.into(),
+        kind: flink_deployment::KIND.into(),
+        plural: flink_deployment::PLURAL.into(),
     }
 }
 

@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use bluegreen_protocol::wire::metrics;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
@@ -524,16 +525,16 @@ fn vertex_metrics(
         };
         let g = gate.snapshot();
         let op = gate_operator_name(color);
-        put(format!("{op}.bluegreenGatePassed"), g.passed as f64);
-        put(format!("{op}.bluegreenGateDropped"), g.dropped as f64);
-        put(format!("{op}.bluegreenGateHeld"), g.held as f64);
+        put(format!("{op}.{}", metrics::PASSED), g.passed as f64);
+        put(format!("{op}.{}", metrics::DROPPED), g.dropped as f64);
+        put(format!("{op}.{}", metrics::HELD), g.held as f64);
         put(
-            format!("{op}.bluegreenGateMaxPassedEventTime"),
+            format!("{op}.{}", metrics::MAX_PASSED_EVENT_TIME),
             g.max_passed_event_time_ms.unwrap_or(i64::MIN) as f64,
         );
         // Same conventions as the Java GateProcessFunction: -1 / -1 / 0 before a state.
         put(
-            format!("{op}.bluegreenGateEpoch"),
+            format!("{op}.{}", metrics::EPOCH),
             g.epoch().map_or(-1.0, |e| e as f64),
         );
         let stage = g.watermark_stage().map_or(-1.0, |s| match s {
@@ -541,9 +542,9 @@ fn vertex_metrics(
             bluegreen_protocol::WatermarkStage::WaitingForWatermark => 1.0,
             bluegreen_protocol::WatermarkStage::Set => 2.0,
         });
-        put(format!("{op}.bluegreenGateWatermarkStage"), stage);
+        put(format!("{op}.{}", metrics::WATERMARK_STAGE), stage);
         put(
-            format!("{op}.bluegreenGateToggle"),
+            format!("{op}.{}", metrics::TOGGLE),
             g.watermark_ms().map_or(0.0, |w| w as f64),
         );
     }

@@ -2,6 +2,7 @@
 //! names and values (`status.lifecycleState`, `status.jobManagerDeploymentStatus`,
 //! `status.jobStatus`, `status.reconciliationStatus`, `status.error`). Pure: no client.
 
+use bluegreen_protocol::wire::flink_deployment;
 use serde_json::{Value, json};
 
 /// `status.lifecycleState` (Apache's `ResourceLifecycleState`).
@@ -96,7 +97,7 @@ impl StatusModel {
             Value::String(
                 json!({
                     "spec": s,
-                    "resource_metadata": {"apiVersion": "flink.apache.org/v1beta1", "firstDeployment": first},
+                    "resource_metadata": {"apiVersion": flink_deployment::API_VERSION, "firstDeployment": first},
                 })
                 .to_string(),
             )

@@ -6,18 +6,15 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use bluegreen_protocol::wire::env;
+
 use super::RealFlinkOptions;
 use super::ports::free_port;
 use super::spec::DeploymentSpec;
 use crate::Error;
 
 /// Environment variables a pod's own env must not inherit from the runner's process.
-const POD_ENV: [&str; 4] = [
-    "BLUEGREEN_COLOR",
-    "BLUEGREEN_CONFIGMAP",
-    "BLUEGREEN_NAMESPACE",
-    "BLUEGREEN_SIDECAR_URL",
-];
+const POD_ENV: [&str; 4] = [env::COLOR, env::CONFIGMAP, env::NAMESPACE, env::SIDECAR_URL];
 
 /// The log4j2 configuration of every launcher JVM: one log file, named by `-Dlog.file`.
 const LOG4J: &str = "rootLogger.level = INFO
@@ -101,12 +98,9 @@ impl JobProcess {
         let lookup = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
         let mut sidecar = None;
         let mut sidecar_port = None;
-        if let (Some(binary), Some(configmap)) =
-            (&options.sidecar_binary, lookup("BLUEGREEN_CONFIGMAP"))
-        {
+        if let (Some(binary), Some(configmap)) = (&options.sidecar_binary, lookup(env::CONFIGMAP)) {
             let port = free_port()?;
-            let namespace =
-                lookup("BLUEGREEN_NAMESPACE").unwrap_or_else(|| launch.namespace.into());
+            let namespace = lookup(env::NAMESPACE).unwrap_or_else(|| launch.namespace.into());
             let mut cmd = Command::new(binary);
             cmd.arg("--configmap")
                 .arg(&configmap)
@@ -114,7 +108,7 @@ impl JobProcess {
                 .arg(&namespace)
                 .arg("--listen")
                 .arg(format!("127.0.0.1:{port}"));
-            if let Some(color) = lookup("BLUEGREEN_COLOR") {
+            if let Some(color) = lookup(env::COLOR) {
                 cmd.arg("--color").arg(color);
             }
             for name in POD_ENV {
@@ -216,7 +210,7 @@ impl JobProcess {
         }
         cmd.envs(env.iter().map(|(k, v)| (k, v)));
         if let Some(port) = sidecar_port {
-            cmd.env("BLUEGREEN_SIDECAR_URL", format!("http://127.0.0.1:{port}"));
+            cmd.env(env::SIDECAR_URL, format!("http://127.0.0.1:{port}"));
         }
         let child = spawn_logged(cmd, &run_dir.join("launcher.log"), &options.java)?;
         Ok((child, rest_port))
