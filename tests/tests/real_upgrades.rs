@@ -4,6 +4,8 @@
 //! fed by the real `bluegreen-sidecar`. Real time, deletion delay 0 s and a checkpoint interval
 //! (60 s) longer than every wait of a handover: the outgoing job's last records are committed only
 //! by the stop-with-savepoint of the teardown. The file ledger reads only committed part files.
+//! Flink faults on real jobs: an incoming job that cannot start, an incoming job restarting right
+//! after promotion, the outgoing job failing and then both failing while W is set.
 //!
 //! Needs the jars built by `scripts/test` (Flink from PyPI, the launcher, the gate and the example
 //! job) and `cargo build -p bluegreen-sidecar`; without a `java` on the PATH every test says so and
@@ -318,6 +320,87 @@ async fn an_incoming_job_restarting_right_after_promotion_emits_nothing_twice() 
     }
     let report = stack.file_report("orders", &output, true).await?;
     assert!(report.is_exactly_once_by_owner(), "{report}");
+    bed.stack.shutdown().await;
+    Ok(())
+}
+
+/// Waits until the job took the fail trigger `file` (a task deletes it as it fails).
+async fn wait_taken(file: &Path) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
+    while file.exists() {
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "no job took the fail trigger {}",
+            file.display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+/// Whether the resource's `Progressing` condition has `reason`.
+fn progressing(f: &bluegreen_controller::resource::FlinkBlueGreenDeployment, reason: &str) -> bool {
+    f.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == "Progressing" && c.reason == reason)
+    })
+}
+
+/// Flink faults on real jobs while W is set (promotion waits for a person): the outgoing job
+/// fails and restarts from its own state, then both jobs fail at once and restart. Each job's
+/// FileSink discards what it had not committed; the handover then completes and the committed
+/// files hold every record once, by its owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outgoing_job_failing_then_both_failing_while_w_is_set_lose_nothing()
+-> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let output = bed.output("out");
+    let fail_blue = bed.output("fail-blue");
+    let fail_green = bed.output("fail-green");
+    let stack = &bed.stack;
+    let mut job = ExampleJob::new(&output);
+    job.extra_args = vec!["--fail-trigger".into(), fail_blue.display().to_string()];
+    bed.deploy("orders", &job).await?;
+    stack
+        .patch_spec("orders", json!({"coordination": {"promotion": "manual"}}))
+        .await?;
+    job.version = "v2".into();
+    job.extra_args = vec!["--fail-trigger".into(), fail_green.display().to_string()];
+    stack.patch_spec("orders", job.template_patch()).await?;
+    stack
+        .wait_for("orders", UPGRADE, "awaiting promotion", |f| {
+            progressing(f, "AwaitingPromotion")
+        })
+        .await?;
+    // The outgoing job fails alone, then (once it runs again) both fail at once.
+    std::fs::write(&fail_blue, b"")?;
+    wait_taken(&fail_blue).await?;
+    stack
+        .wait_for("orders", UPGRADE, "awaiting promotion again", |f| {
+            progressing(f, "AwaitingPromotion")
+        })
+        .await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    std::fs::write(&fail_blue, b"")?;
+    std::fs::write(&fail_green, b"")?;
+    wait_taken(&fail_blue).await?;
+    wait_taken(&fail_green).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let promote = json!({"metadata": {"annotations": {"bluegreen.dev/action": "promote"}}});
+    stack
+        .fbgds()
+        .patch(
+            "orders",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&promote),
+        )
+        .await?;
+    stack.wait_steady("orders", Color::Green, UPGRADE).await?;
+    let report = assert_exactly_once(stack, "orders", &output, true).await?;
+    eprintln!("{report}");
     bed.stack.shutdown().await;
     Ok(())
 }
