@@ -1,133 +1,14 @@
 //! The per-subtask gate: one comparison per record against a cached [`Rule`].
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use bluegreen_protocol::{
-    AppliedState, Color, CoordinationState, Decision, GateReport, Rule, WatermarkStage,
-};
+use bluegreen_protocol::{Color, Decision, Rule};
 
+use crate::cell::{AppliedView, GateCell, GateSnapshot};
 use crate::error::Error;
 use crate::shared::{Published, SharedState};
-
-/// What a gate has applied, as reported to the controller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct AppliedView {
-    pub state: Option<CoordinationState>,
-    pub stale: bool,
-}
-
-/// The part of a gate other threads read (metrics, snapshots). Written only by the gate's own
-/// thread, with plain relaxed stores (one writer, so no read-modify-write is needed), when it
-/// [flushes](Gate::flush): whenever one of its counts reaches a multiple of [`FLUSH_EVERY`], on
-/// every state change, on
-/// [`Gate::refresh`] and after each batch. On its own cache lines so that gates on different
-/// threads never share one.
-#[derive(Debug)]
-#[repr(align(128))]
-pub(crate) struct GateCell {
-    pub color: Color,
-    pub passed: AtomicU64,
-    pub dropped: AtomicU64,
-    pub held: AtomicU64,
-    pub dropped_late: AtomicU64,
-    /// Meaningful when `passed > 0` or `restored` is set; `i64::MIN` otherwise.
-    pub max_passed: AtomicI64,
-    pub restored: AtomicU64,
-    /// Updated (under the lock: release) only when the gate applies a new generation, right
-    /// after a flush: a reader that sees a state also sees the maximum passed under the previous
-    /// one.
-    pub applied: Mutex<AppliedView>,
-}
-
-impl GateCell {
-    fn new(color: Color) -> Self {
-        Self {
-            color,
-            passed: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
-            held: AtomicU64::new(0),
-            dropped_late: AtomicU64::new(0),
-            max_passed: AtomicI64::new(i64::MIN),
-            restored: AtomicU64::new(0),
-            applied: Mutex::new(AppliedView::default()),
-        }
-    }
-
-    pub fn snapshot(&self) -> GateSnapshot {
-        // Applied state first (acquire via the lock): every max_passed store made before the gate
-        // applied that state is visible below.
-        let applied = *self.applied.lock().unwrap_or_else(PoisonError::into_inner);
-        let passed = self.passed.load(Ordering::Relaxed);
-        let max = self.max_passed.load(Ordering::Relaxed);
-        let known = passed > 0 || self.restored.load(Ordering::Relaxed) != 0;
-        GateSnapshot {
-            color: self.color,
-            passed,
-            dropped: self.dropped.load(Ordering::Relaxed),
-            held: self.held.load(Ordering::Relaxed),
-            dropped_late: self.dropped_late.load(Ordering::Relaxed),
-            max_passed_event_time_ms: known.then_some(max),
-            applied: applied.state,
-            applied_while_stale: applied.stale,
-        }
-    }
-}
-
-/// A gate's progress, as the controller needs it (forwarded to Flink's metric system by the JVM
-/// bindings, and aggregated per color into `bluegreen_gate_*` Prometheus metrics).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GateSnapshot {
-    /// The gate's color.
-    pub color: Color,
-    /// Records passed (emitted).
-    pub passed: u64,
-    /// Records dropped because the other color owns them (late records not included).
-    pub dropped: u64,
-    /// HOLD decisions returned; a held record that is decided later by
-    /// [`Gate::decide_or_wait`] counts once here and once as passed or dropped.
-    pub held: u64,
-    /// Late records dropped: event time at or below the floor (both colors drop them).
-    pub dropped_late: u64,
-    /// The maximum event time passed (including one restored from a checkpoint with
-    /// [`Gate::restore_max_passed`]); `None` before the first.
-    pub max_passed_event_time_ms: Option<i64>,
-    /// The state the gate decides by (applied on its own thread); `None` before the first.
-    pub applied: Option<CoordinationState>,
-    /// Whether the gate applied that state flagged stale (it then holds during a transition).
-    pub applied_while_stale: bool,
-}
-
-impl GateSnapshot {
-    /// The applied epoch.
-    pub fn epoch(&self) -> Option<u64> {
-        self.applied.map(|s| s.epoch)
-    }
-
-    /// The applied watermark stage.
-    pub fn watermark_stage(&self) -> Option<WatermarkStage> {
-        self.applied.map(|s| s.toggle.stage())
-    }
-
-    /// The applied watermark toggle value W, if proposed or set.
-    pub fn watermark_ms(&self) -> Option<i64> {
-        self.applied.and_then(|s| s.toggle.value())
-    }
-
-    /// The gate's `bluegreenGateAppliedState` line: the applied state and the maximum passed
-    /// event time from this snapshot (which reads the state first, so the maximum covers every
-    /// record passed under an older state), with the gate operator's current input `watermark`
-    /// and whether all its inputs are `idle`, which only the operator knows.
-    pub fn report(&self, watermark: Option<i64>, idle: bool) -> GateReport {
-        GateReport {
-            applied: self.applied.as_ref().map(AppliedState::from),
-            max_passed: self.max_passed_event_time_ms,
-            watermark,
-            idle,
-        }
-    }
-}
 
 /// A read-only handle on a gate's progress, for another thread (a metric reporter) while the gate
 /// itself stays with its subtask.

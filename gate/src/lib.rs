@@ -20,14 +20,16 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod cell;
 mod error;
 mod gate;
 mod metrics;
 mod shared;
 mod source;
 
+pub use cell::GateSnapshot;
 pub use error::Error;
-pub use gate::{FLUSH_EVERY, Gate, GateHandle, GateSnapshot};
+pub use gate::{FLUSH_EVERY, Gate, GateHandle};
 pub use metrics::ColorAggregate;
 pub use shared::{Applied, SharedState, SourceStats, StateOptions};
 pub use source::{ConfigMapSource, SourceOptions};

@@ -10,66 +10,9 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{Gauge, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
+use crate::cell::{GateList, GateSnapshot, color_index};
 use crate::error::Error;
-use crate::gate::{GateCell, GateSnapshot};
 use crate::shared::SharedState;
-
-/// Counters of gates that no longer exist, per color (so per-color counters never decrease).
-#[derive(Debug, Default, Clone, Copy)]
-struct Retired {
-    passed: u64,
-    dropped: u64,
-    held: u64,
-    dropped_late: u64,
-    max_passed: Option<i64>,
-}
-
-/// The gates created from one [`SharedState`].
-#[derive(Debug, Default)]
-pub(crate) struct GateList {
-    live: Mutex<Vec<Weak<GateCell>>>,
-    retired: Mutex<[Retired; 2]>,
-}
-
-fn color_index(color: Color) -> usize {
-    match color {
-        Color::Blue => 0,
-        Color::Green => 1,
-    }
-}
-
-impl GateList {
-    pub fn register(&self, cell: &Arc<GateCell>) {
-        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        live.retain(|weak| weak.strong_count() > 0);
-        live.push(Arc::downgrade(cell));
-    }
-
-    pub fn retire(&self, cell: &Arc<GateCell>) {
-        let snapshot = cell.snapshot();
-        let mut retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
-        let totals = &mut retired[color_index(cell.color)];
-        totals.passed += snapshot.passed;
-        totals.dropped += snapshot.dropped;
-        totals.held += snapshot.held;
-        totals.dropped_late += snapshot.dropped_late;
-        totals.max_passed = totals.max_passed.max(snapshot.max_passed_event_time_ms);
-        drop(retired);
-        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        live.retain(|weak| {
-            weak.strong_count() > 0 && !std::ptr::eq(weak.as_ptr(), &raw const **cell)
-        });
-    }
-
-    /// Snapshots of every live gate.
-    pub fn snapshots(&self) -> Vec<GateSnapshot> {
-        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        live.iter()
-            .filter_map(Weak::upgrade)
-            .map(|cell| cell.snapshot())
-            .collect()
-    }
-}
 
 /// How far a state is in the protocol: within an epoch, later steps rank higher. Used to report
 /// the least advanced gate of a color.
@@ -111,7 +54,7 @@ pub struct ColorAggregate {
 
 /// Aggregates `snapshots` (live gates) and the retired totals per color.
 fn aggregate(list: &GateList) -> [ColorAggregate; 2] {
-    let retired = *list.retired.lock().unwrap_or_else(PoisonError::into_inner);
+    let retired = list.retired();
     let mut out = [Color::Blue, Color::Green].map(|color| {
         let r = retired[color_index(color)];
         ColorAggregate {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use bluegreen_protocol::{Color, CoordinationState, ProtocolError, Rule, check_transition};
 
-use crate::metrics::GateList;
+use crate::cell::GateList;
 
 /// How a [`SharedState`] treats its state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

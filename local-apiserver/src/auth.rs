@@ -18,10 +18,9 @@ use serde_json::{Value, json};
 
 use super::api_error::ApiError;
 use super::authn::{MASTERS, Refusal, Token, Tokens, UserInfo};
-use super::http::App;
 use super::rbac::{self, Attributes, Decision, GROUP, Policy, ResourceTarget, Target};
 use super::resources::GroupResource;
-use super::store::Inner;
+use super::store::{Inner, Store};
 
 /// Whether the server checks who sends a request and what they may do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -302,18 +301,18 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// Authenticates (`401` without a valid token) and authorizes (`403`) every request when auth
 /// is on, and hands the user to the handlers.
 pub(crate) async fn middleware(
-    State(app): State<Arc<App>>,
+    State((store, auth)): State<(Arc<Store>, Arc<AuthState>)>,
     mut req: Request,
     next: Next,
 ) -> Response {
-    let auth = &app.auth;
+    let auth = &auth;
     if !auth.enabled() {
         return next.run(req).await;
     }
     let attrs = request_attributes(req.method(), req.uri());
     let token = bearer(req.headers());
     let outcome = {
-        let inner = app.store.lock();
+        let inner = store.lock();
         match token.map(|t| auth.tokens.authenticate(&inner, t)) {
             None => Err(None),
             Some(Err(why)) => Err(Some(why)),
@@ -487,7 +486,8 @@ impl WriteGuard {
 /// existing ServiceAccount, bound to it, valid for `spec.expirationSeconds` (default 1 h, at
 /// least 10 min).
 pub(crate) fn token_request(
-    app: &App,
+    store: &Store,
+    auth: &AuthState,
     namespace: &str,
     name: &str,
     body: &Value,
@@ -505,7 +505,7 @@ pub(crate) fn token_request(
             "Invalid value: may not specify a duration less than 10 minutes",
         ));
     }
-    let token = issue_service_account_token(app, namespace, name, ttl)?;
+    let token = issue_service_account_token(store, auth, namespace, name, ttl)?;
     let expires = k8s_openapi::jiff::Timestamp::now()
         .checked_add(k8s_openapi::jiff::SignedDuration::from_secs(
             i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX),
@@ -529,13 +529,13 @@ pub(crate) fn token_request(
 
 /// A token for ServiceAccount `namespace/name`, which must exist (`404` otherwise).
 pub(crate) fn issue_service_account_token(
-    app: &App,
+    store: &Store,
+    auth: &AuthState,
     namespace: &str,
     name: &str,
     ttl: Duration,
 ) -> Result<Token, ApiError> {
-    let sa = app
-        .store
+    let sa = store
         .lock()
         .get(&GroupResource::new("", "serviceaccounts"), namespace, name)
         .ok_or_else(|| {
@@ -546,7 +546,7 @@ pub(crate) fn issue_service_account_token(
             )
             .with_details(json!({"name": name, "kind": "serviceaccounts"}))
         })?;
-    Ok(app.auth.tokens.issue_service_account(&sa, ttl))
+    Ok(auth.tokens.issue_service_account(&sa, ttl))
 }
 
 /// The ClusterRoles and ClusterRoleBindings every Kubernetes cluster starts with that matter

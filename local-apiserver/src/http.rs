@@ -63,7 +63,10 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/openapi/v3", get(openapi_v3_index))
         .route("/openapi/v3/{*path}", get(openapi_v3_doc))
         .fallback(resource)
-        .layer(from_fn_with_state(Arc::clone(&app), auth::middleware))
+        .layer(from_fn_with_state(
+            (Arc::clone(&app.store), Arc::clone(&app.auth)),
+            auth::middleware,
+        ))
         .layer(from_fn_with_state(Arc::clone(&app), gate))
         .layer(DefaultBodyLimit::max(3 * 1024 * 1024))
         .with_state(app)
@@ -270,7 +273,7 @@ async fn handle(
         } else {
             parse_body(&body, false).map_err(ApiError::bad_request)?
         };
-        return auth::token_request(app, ns, name, &request)
+        return auth::token_request(&app.store, &app.auth, ns, name, &request)
             .map(|v| json_response(StatusCode::CREATED, &v));
     }
     let p = params(uri)?;

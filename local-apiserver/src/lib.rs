@@ -40,6 +40,7 @@ mod selectors;
 mod store;
 mod watch;
 mod write;
+mod write_ctx;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -60,7 +61,8 @@ pub use schema::{SchemaReport, prune_and_validate, validate_against_crd, validat
 use faults::FaultState;
 use http::{App, ServeOptions};
 use store::Store;
-use write::{FieldValidation, UpdateOp, WriteCtx};
+use write::UpdateOp;
+use write_ctx::{FieldValidation, WriteCtx};
 
 /// Settings of a [`LocalApiServer`].
 #[derive(Debug, Clone)]
@@ -248,12 +250,18 @@ impl LocalApiServer {
     /// the token is bound to it (it stops working when the ServiceAccount is deleted) and valid
     /// for 24 hours.
     pub fn service_account_token(&self, namespace: &str, name: &str) -> Result<Token> {
-        auth::issue_service_account_token(&self.app, namespace, name, Duration::from_hours(24))
-            .map_err(|e| Error::Rejected {
-                code: e.code,
-                reason: e.reason,
-                message: e.message,
-            })
+        auth::issue_service_account_token(
+            &self.app.store,
+            &self.app.auth,
+            namespace,
+            name,
+            Duration::from_hours(24),
+        )
+        .map_err(|e| Error::Rejected {
+            code: e.code,
+            reason: e.reason,
+            message: e.message,
+        })
     }
 
     /// Issues a token for user `name` in `groups` (and `system:authenticated`), like an entry

@@ -17,7 +17,7 @@ use super::meta::{ObjExt, meta_mut};
 use super::resources::GroupResource;
 use super::schema::prune_and_validate;
 use super::store::Inner;
-use super::write::{FieldValidation, WriteCtx};
+use super::write_ctx::{FieldValidation, WriteCtx};
 
 const CRD_GROUP: &str = "apiextensions.k8s.io";
 

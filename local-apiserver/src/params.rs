@@ -14,7 +14,7 @@ use super::meta::parse_body;
 use super::read::ListQuery;
 use super::resources::ResourceType;
 use super::selectors::{FieldSelector, LabelSelector};
-use super::write::{FieldValidation, WriteCtx};
+use super::write_ctx::{FieldValidation, WriteCtx};
 
 pub(crate) fn params(uri: &Uri) -> Result<HashMap<String, String>, ApiError> {
     let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(uri)

@@ -19,7 +19,7 @@ use super::resources::GroupResource;
 use super::store::Inner;
 
 /// The RBAC API group.
-pub(crate) const GROUP: &str = "rbac.authorization.k8s.io";
+pub(crate) const GROUP: &str = super::resources::RBAC;
 
 /// What a request asks to do (Kubernetes' `authorizer.Attributes`).
 #[derive(Debug, Clone, PartialEq, Eq)]

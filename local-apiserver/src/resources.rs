@@ -147,7 +147,8 @@ fn builtin(
     }
 }
 
-const RBAC: &str = "rbac.authorization.k8s.io";
+/// The RBAC API group.
+pub(crate) const RBAC: &str = "rbac.authorization.k8s.io";
 
 /// All kinds currently served, keyed by group and plural.
 #[derive(Debug, Clone)]

@@ -9,8 +9,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::meta::set_meta;
-use super::rbac::GROUP as RBAC_GROUP;
-use super::resources::{GroupResource, Registry};
+use super::resources::{GroupResource, RBAC as RBAC_GROUP, Registry};
 
 /// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
 pub(crate) type ObjKey = (String, String);

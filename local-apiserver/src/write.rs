@@ -4,75 +4,19 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::api_error::{ApiError, Cause, Subject};
+use super::api_error::{ApiError, Cause};
 use super::apply::{ApplyRequest, apply};
-use super::auth::WriteGuard;
 use super::delete;
-use super::fields::{Scope, record_update};
+use super::fields::record_update;
 use super::meta::{
     ObjExt, meta_mut, new_uid, now_rfc3339, random_suffix, set_meta, validate_label,
     validate_path_segment, validate_subdomain,
 };
 use super::normalize;
 use super::patch::{PatchType, json_patch, merge_patch, strategic_merge_patch};
-use super::resources::{GroupResource, ResourceType};
+use super::resources::GroupResource;
 use super::store::{EventType, Inner};
-
-/// `fieldValidation` query parameter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FieldValidation {
-    Ignore,
-    Warn,
-    Strict,
-}
-
-/// Everything a write needs to know about its request.
-pub(crate) struct WriteCtx {
-    pub rt: Arc<ResourceType>,
-    pub version: String,
-    pub namespace: String,
-    /// The request targets the `/status` subresource.
-    pub status: bool,
-    pub manager: String,
-    pub dry_run: bool,
-    pub validation: FieldValidation,
-    pub warnings: Vec<String>,
-    /// The requester's extra checks when auth is on (`None`: none, e.g. the server's own
-    /// writes).
-    pub guard: Option<WriteGuard>,
-}
-
-impl WriteCtx {
-    pub fn gr(&self) -> GroupResource {
-        self.rt.gr()
-    }
-
-    pub fn api_version(&self) -> String {
-        self.rt.api_version(&self.version)
-    }
-
-    pub fn subject<'a>(&'a self, name: &'a str) -> Subject<'a> {
-        Subject {
-            group: &self.rt.group,
-            resource: &self.rt.plural,
-            name,
-        }
-    }
-
-    pub fn scope(&self) -> Scope {
-        if self.status {
-            Scope::Status
-        } else if self.rt.has_status() {
-            Scope::Main
-        } else {
-            Scope::All
-        }
-    }
-
-    fn key(&self, name: &str) -> (String, String) {
-        (self.namespace.clone(), name.to_string())
-    }
-}
+use super::write_ctx::WriteCtx;
 
 /// How an existing object is changed.
 pub(crate) enum UpdateOp {

@@ -38,6 +38,7 @@ pub mod ledger;
 mod operator;
 pub mod real;
 pub mod rest;
+mod shared;
 pub mod snapshot;
 pub mod source;
 mod status;

@@ -11,10 +11,10 @@
 //! `job.savepointRedeployNonce` redeploys from `job.initialSavepointPath`. Deleting the resource
 //! cancels the job.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bluegreen_protocol::wire::flink_deployment;
@@ -31,6 +31,7 @@ use super::config::JobSettings;
 use super::faults::{DeploymentRef, Faults};
 use super::job::{JobRuntime, JobState, JobView, SavepointOp, SimJob, new_job_id, start_job};
 use super::rest;
+use super::shared::Shared;
 use super::snapshot::{Snapshot, SnapshotStore};
 use super::status::{JmStatus, Lifecycle, StatusModel, write_status};
 use crate::Error;
@@ -101,23 +102,6 @@ impl Default for LocalFlinkOptions {
             snapshot_dir: None,
             gate_client: None,
         }
-    }
-}
-
-/// State shared by the watch, the actors and the REST server.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub rt: JobRuntime,
-    /// Jobs of every existing deployment, oldest first (the last one is the current job).
-    pub jobs: Mutex<BTreeMap<DeploymentRef, Vec<Arc<SimJob>>>>,
-    /// The next start-up deadline of every deploying deployment (simulation time), so that
-    /// [`LocalFlink::settle`] can wait for the operator too.
-    pub deadlines: Mutex<BTreeMap<DeploymentRef, i64>>,
-}
-
-impl Shared {
-    pub fn jobs(&self) -> MutexGuard<'_, BTreeMap<DeploymentRef, Vec<Arc<SimJob>>>> {
-        self.jobs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

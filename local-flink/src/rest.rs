@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 
 use super::faults::{DeploymentRef, RestFault};
 use super::job::{JobState, JobView, SavepointOp, SimJob};
-use super::operator::Shared;
+use super::shared::Shared;
 use super::snapshot::{Snapshot, SnapshotKind};
 use super::source::mix;
 use crate::Error;

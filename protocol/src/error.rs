@@ -1,6 +1,6 @@
 //! Errors of the protocol crate: every variant names the ConfigMap key and the fix.
 
-use crate::state::keys;
+use crate::keys;
 
 /// Why a coordination state could not be parsed, or why an update was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

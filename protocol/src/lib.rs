@@ -14,6 +14,7 @@
 
 mod decide;
 mod error;
+pub mod keys;
 mod report;
 mod state;
 mod transition;
@@ -23,6 +24,6 @@ pub mod wire;
 pub use decide::{Decision, Rule, decide};
 pub use error::ProtocolError;
 pub use report::{AppliedState, GATE_REPORT_METRIC, GateReport, GateReportError, report_keys};
-pub use state::{CoordinationState, PROTOCOL_VERSION, Toggle, configmap_name, keys};
+pub use state::{CoordinationState, PROTOCOL_VERSION, Toggle, configmap_name};
 pub use transition::{check_transition, is_step};
 pub use vocabulary::{Color, Stage, WatermarkStage};
