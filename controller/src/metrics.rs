@@ -5,7 +5,7 @@ use prometheus::{
     Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
 };
 
-use crate::resource::{FlinkBlueGreenDeploymentStatus, TransitionRecord};
+use crate::resource::{FlinkBlueGreenDeploymentStatus, Outcome, TransitionRecord};
 
 /// The controller's metrics.
 #[derive(Clone)]
@@ -166,7 +166,7 @@ impl Metrics {
         self.handovers
             .with_label_values(&[record.outcome.as_str()])
             .inc();
-        if record.outcome == "Promoted" {
+        if record.outcome == Outcome::Promoted {
             self.handover_duration.observe(record.duration_seconds);
         }
     }
@@ -207,7 +207,7 @@ mod tests {
 
     use super::Metrics;
     use crate::resource::{
-        FlinkBlueGreenDeploymentStatus, Phase, Transition, TransitionRecord, WatermarkWait,
+        FlinkBlueGreenDeploymentStatus, Outcome, Phase, Transition, TransitionRecord, WatermarkWait,
     };
 
     fn status() -> FlinkBlueGreenDeploymentStatus {
@@ -285,12 +285,12 @@ mod tests {
     #[test]
     fn a_finished_handover_is_counted_by_outcome_and_a_promotion_timed() {
         let metrics = Metrics::new();
-        let record = |outcome: &str| TransitionRecord {
+        let record = |outcome: Outcome| TransitionRecord {
             epoch: 1,
             from: Some(Color::Blue),
             to: Color::Green,
             toggle: Some(70_000),
-            outcome: outcome.into(),
+            outcome,
             reason: None,
             past_w_by_idleness: Vec::new(),
             forward_repair: None,
@@ -298,8 +298,8 @@ mod tests {
             finished_at: "2026-01-01T00:01:00Z".into(),
             duration_seconds: 60.0,
         };
-        metrics.handover_finished(&record("Promoted"));
-        metrics.handover_finished(&record("Aborted"));
+        metrics.handover_finished(&record(Outcome::Promoted));
+        metrics.handover_finished(&record(Outcome::Aborted));
         assert_eq!(metrics.handovers.with_label_values(&["Promoted"]).get(), 1);
         assert_eq!(metrics.handovers.with_label_values(&["Aborted"]).get(), 1);
         assert_eq!(metrics.handover_duration.get_sample_count(), 1);

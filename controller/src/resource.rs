@@ -564,6 +564,34 @@ pub struct Condition {
     pub observed_generation: Option<i64>,
 }
 
+/// How a handover (or the first deployment) ended; serialised as its name (`Promoted`, ...).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum Outcome {
+    /// The first deployment's job runs.
+    Deployed,
+    /// The incoming color was promoted and the outgoing job is gone.
+    Promoted,
+    /// The handover was abandoned before W was set.
+    Aborted,
+}
+
+impl Outcome {
+    /// The name it is serialised as (also the metrics label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Deployed => "Deployed",
+            Self::Promoted => "Promoted",
+            Self::Aborted => "Aborted",
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One finished handover.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -578,8 +606,8 @@ pub struct TransitionRecord {
     /// W, if it was set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toggle: Option<i64>,
-    /// `Promoted` or `Aborted`.
-    pub outcome: String,
+    /// How it ended.
+    pub outcome: Outcome,
     /// Why, for an abort.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

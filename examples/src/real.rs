@@ -281,7 +281,7 @@ impl LocalStack {
         let mut handovers: Vec<(i64, Color)> = status
             .history
             .iter()
-            .filter(|h| h.outcome == "Promoted")
+            .filter(|h| h.outcome == bluegreen_controller::resource::Outcome::Promoted)
             .filter_map(|h| h.toggle.map(|w| (w, h.to)))
             .collect();
         handovers.sort_unstable();

@@ -289,7 +289,7 @@ impl LocalStack {
         let handovers: Vec<_> = status
             .history
             .iter()
-            .filter(|h| h.outcome == "Promoted")
+            .filter(|h| h.outcome == bluegreen_controller::resource::Outcome::Promoted)
             .filter_map(|h| h.toggle.map(|w| (w, h.to)))
             .collect();
         self.report_handovers(name, &handovers).await

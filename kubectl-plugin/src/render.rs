@@ -222,7 +222,7 @@ pub fn history(records: &[TransitionRecord]) -> String {
             r.epoch.to_string(),
             or_dash(r.from),
             r.to.to_string(),
-            r.outcome.clone(),
+            r.outcome.to_string(),
             or_dash(r.toggle),
             format!("{:.0}s", r.duration_seconds),
             r.finished_at.clone(),

@@ -68,7 +68,7 @@ fn aborted(status: &FlinkBlueGreenDeploymentStatus) -> Option<String> {
     let last = status.history.first()?;
     (status.transition.is_none()
         && status.failed_template_hash.is_some()
-        && last.outcome == "Aborted")
+        && last.outcome == bluegreen_controller::resource::Outcome::Aborted)
         .then(|| {
             last.reason
                 .clone()

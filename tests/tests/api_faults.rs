@@ -153,7 +153,8 @@ async fn judge(stack: &LocalStack, writes: Vec<Write>) -> anyhow::Result<Verdict
     );
     let status = stack.fbgds().get(NAME).await?.status.unwrap_or_default();
     anyhow::ensure!(
-        status.history.len() == 2 && status.history[0].outcome == "Promoted",
+        status.history.len() == 2
+            && status.history[0].outcome == bluegreen_controller::resource::Outcome::Promoted,
         "history: {:?}",
         status.history
     );

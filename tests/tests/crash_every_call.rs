@@ -250,7 +250,9 @@ impl Bed {
         let newest = status.history.first();
         anyhow::ensure!(
             status.history.len() == expected
-                && newest.is_some_and(|h| h.outcome == "Promoted" && h.epoch == epoch),
+                && newest.is_some_and(|h| h.outcome
+                    == bluegreen_controller::resource::Outcome::Promoted
+                    && h.epoch == epoch),
             "epoch {epoch}: history {:?}",
             status.history
         );

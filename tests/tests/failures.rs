@@ -88,7 +88,10 @@ async fn an_incoming_job_that_crash_loops_is_aborted_and_blue_keeps_emitting() -
     let aborted = stack
         .wait_for("orders", WAIT, "abort", |f| {
             f.status.as_ref().is_some_and(|s| {
-                s.transition.is_none() && s.history.first().is_some_and(|h| h.outcome == "Aborted")
+                s.transition.is_none()
+                    && s.history.first().is_some_and(|h| {
+                        h.outcome == bluegreen_controller::resource::Outcome::Aborted
+                    })
             })
         })
         .await?;
@@ -246,7 +249,10 @@ async fn a_spec_change_before_w_is_set_restarts_the_handover_with_the_newest_tem
     set_image(&stack, "v3").await?;
     let done = stack.wait_steady("orders", Color::Green, WAIT).await?;
     let status = done.status.expect("status");
-    assert_eq!(status.history[0].outcome, "Promoted");
+    assert_eq!(
+        status.history[0].outcome,
+        bluegreen_controller::resource::Outcome::Promoted
+    );
     assert!(
         status.history[1]
             .reason
@@ -513,7 +519,9 @@ async fn an_incoming_job_failing_for_good_after_w_is_set_is_repaired_forward_aut
             f.status.as_ref().is_some_and(|s| {
                 s.active_color == Some(Color::Green)
                     && s.transition.is_none()
-                    && s.history.first().is_some_and(|h| h.outcome == "Promoted")
+                    && s.history.first().is_some_and(|h| {
+                        h.outcome == bluegreen_controller::resource::Outcome::Promoted
+                    })
             })
         })
         .await?;

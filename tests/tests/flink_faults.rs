@@ -92,8 +92,8 @@ async fn handover_under(fault: Fault, test: &str) -> anyhow::Result<()> {
     );
     let history = done.status.clone().unwrap_or_default().history;
     assert_eq!(
-        history.first().map(|h| h.outcome.as_str()),
-        Some("Promoted")
+        history.first().map(|h| h.outcome),
+        Some(bluegreen_controller::resource::Outcome::Promoted)
     );
     let report = stack.report("orders").await?;
     println!("{report}");

@@ -216,7 +216,10 @@ async fn an_incoming_job_that_cannot_start_is_aborted_and_the_outgoing_job_keeps
     stack
         .wait_for("orders", UPGRADE, "the aborted handover", |f| {
             f.status.as_ref().is_some_and(|s| {
-                s.transition.is_none() && s.history.first().is_some_and(|h| h.outcome == "Aborted")
+                s.transition.is_none()
+                    && s.history.first().is_some_and(|h| {
+                        h.outcome == bluegreen_controller::resource::Outcome::Aborted
+                    })
             })
         })
         .await?;

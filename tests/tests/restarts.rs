@@ -66,7 +66,11 @@ async fn crash_in(phase: Phase, slow: Slow, abort: bool) -> anyhow::Result<()> {
     let status = done.status.expect("status");
     assert_eq!(
         status.history[0].outcome,
-        if abort { "Aborted" } else { "Promoted" }
+        if abort {
+            bluegreen_controller::resource::Outcome::Aborted
+        } else {
+            bluegreen_controller::resource::Outcome::Promoted
+        }
     );
     assert_eq!(status.epoch, 1);
     let report = stack.report("orders").await?;

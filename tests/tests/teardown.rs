@@ -46,7 +46,10 @@ async fn the_outgoing_job_commits_its_output_before_it_is_deleted() -> anyhow::R
     // Only blue's teardown can commit its output.
     let (stack, done) = hand_over_with_long_checkpoints(false).await?;
     let history = &done.status.as_ref().expect("status").history[0];
-    assert_eq!(history.outcome, "Promoted");
+    assert_eq!(
+        history.outcome,
+        bluegreen_controller::resource::Outcome::Promoted
+    );
     let report = stack.report("orders").await?;
     println!("{report}");
     assert!(report.is_exactly_once_by_owner(), "{report}");

@@ -27,7 +27,10 @@ async fn first_deployment_then_an_upgrade_emits_every_record_exactly_once() -> a
     stack.wait_steady("orders", Color::Blue, STEADY).await?;
     upgrade(&stack, "v2", Color::Green).await?;
     let status = stack.fbgds().get("orders").await?.status.expect("status");
-    assert_eq!(status.history[0].outcome, "Promoted");
+    assert_eq!(
+        status.history[0].outcome,
+        bluegreen_controller::resource::Outcome::Promoted
+    );
     assert_eq!(status.epoch, 1);
     let report = stack.report("orders").await?;
     assert!(report.is_exactly_once_by_owner(), "{report}");
@@ -62,7 +65,7 @@ async fn ten_consecutive_upgrades_emit_every_record_exactly_once() -> anyhow::Re
             .history
             .iter()
             .take(10)
-            .all(|h| h.outcome == "Promoted")
+            .all(|h| h.outcome == bluegreen_controller::resource::Outcome::Promoted)
     );
     let report = stack.report("orders").await?;
     println!("ten upgrades: {report}");

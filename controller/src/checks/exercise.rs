@@ -111,7 +111,10 @@ mod tests {
         let last = &plans.last().expect("plans").status;
         assert!(
             last.transition.is_none()
-                && last.history.first().is_some_and(|h| h.outcome == "Aborted"),
+                && last
+                    .history
+                    .first()
+                    .is_some_and(|h| h.outcome == crate::resource::Outcome::Aborted),
             "every savepoint fails: the handover is given up: {last:?}"
         );
     }

@@ -4,7 +4,7 @@
 use bluegreen_protocol::Color;
 
 use super::{Action, Planner};
-use crate::resource::Phase;
+use crate::resource::{Outcome, Phase};
 
 impl Planner<'_> {
     /// Whether the child of `color` is gone; deletes it (once) while it is not.
@@ -30,7 +30,7 @@ impl Planner<'_> {
         }
         if t.phase == Phase::Snapshotting {
             // Nothing was deployed and the ConfigMap was not touched.
-            self.finish_transition("Aborted", Some(format!("{reason}: {message}")));
+            self.finish_transition(Outcome::Aborted, Some(format!("{reason}: {message}")));
         } else {
             self.set_phase(Phase::Aborting);
             self.transition().abort_reason = Some(format!("{reason}: {message}"));
@@ -45,7 +45,7 @@ impl Planner<'_> {
         let t = self.transition().clone();
         if self.deleted(t.to, "Aborting") {
             let reason = t.abort_reason.clone();
-            self.finish_transition("Aborted", reason.clone());
+            self.finish_transition(Outcome::Aborted, reason.clone());
             if let Some(reason) = reason
                 && self.status.failed_template_hash.is_some()
             {

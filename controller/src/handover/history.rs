@@ -5,18 +5,18 @@ use jiff::Timestamp;
 
 use super::Planner;
 use super::repair::{repaired, summary};
-use crate::resource::TransitionRecord;
+use crate::resource::{Outcome, TransitionRecord};
 
 /// How many finished handovers the status keeps.
 pub const HISTORY_LEN: usize = 10;
 
 impl Planner<'_> {
     /// Ends the handover: history entry, no transition, stage RUNNING.
-    pub(super) fn finish_transition(&mut self, outcome: &str, reason: Option<String>) {
+    pub(super) fn finish_transition(&mut self, outcome: Outcome, reason: Option<String>) {
         let Some(t) = self.status.transition.take() else {
             return;
         };
-        if outcome == "Promoted" {
+        if outcome == Outcome::Promoted {
             // Step 6: W stays in force as the floor until the next handover completes.
             self.status.floor = t.toggle;
         }
@@ -29,7 +29,7 @@ impl Planner<'_> {
             from: t.from,
             to: t.to,
             toggle: t.toggle,
-            outcome: outcome.to_owned(),
+            outcome,
             reason,
             past_w_by_idleness: t.past_w_by_idleness.clone(),
             forward_repair,

@@ -3,7 +3,7 @@
 
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
-use crate::resource::{Phase, RestoreFrom, Transition};
+use crate::resource::{Outcome, Phase, RestoreFrom, Transition};
 use crate::settings::{Settings, ToggleRule};
 
 impl Planner<'_> {
@@ -69,7 +69,7 @@ impl Planner<'_> {
             self.status.deployed_template_hash = Some(hash);
             self.status.deployed_spec = Some(self.obs.spec.clone());
             self.status.deployed_redeploy_nonce = t.redeploy_nonce;
-            self.finish_transition("Deployed", None);
+            self.finish_transition(Outcome::Deployed, None);
             self.note(
                 false,
                 "Deployed",

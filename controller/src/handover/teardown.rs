@@ -7,7 +7,7 @@ use bluegreen_protocol::Color;
 
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
-use crate::resource::{OutgoingStop, Phase};
+use crate::resource::{Outcome, OutgoingStop, Phase};
 use crate::settings::Settings;
 
 /// The trigger id of attempt `attempt` to stop the outgoing job of the handover to
@@ -46,7 +46,7 @@ impl Planner<'_> {
     pub(super) fn tearing_down(&mut self, settings: &Settings, from: Color) {
         let Some(outgoing) = self.obs.child(from).cloned() else {
             let t = self.transition().clone();
-            self.finish_transition("Promoted", None);
+            self.finish_transition(Outcome::Promoted, None);
             let stopped = t
                 .stop
                 .savepoint

@@ -5,7 +5,7 @@ use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 use super::{Action, plan};
 use crate::fixtures::{observed, running, settings, with_child};
 use crate::observed::{ConfigMapObs, ManualAction, Observed, SavepointObs};
-use crate::resource::{OutgoingStop, Phase, RestoreFrom, Transition};
+use crate::resource::{Outcome, OutgoingStop, Phase, RestoreFrom, Transition};
 
 const MINUTE: i64 = 60_000;
 
@@ -133,7 +133,7 @@ fn first_deployment_completes_when_blue_runs() {
     assert_eq!(p.status.active_color, Some(Color::Blue));
     assert!(p.status.transition.is_none());
     assert_eq!(condition(&p, "Ready"), ("True", "Running"));
-    assert_eq!(p.status.history[0].outcome, "Deployed");
+    assert_eq!(p.status.history[0].outcome, Outcome::Deployed);
 }
 
 #[test]
@@ -232,7 +232,7 @@ fn a_failed_savepoint_is_retried_after_backoff_then_the_handover_is_given_up() {
     assert!(p3.actions.is_empty(), "{:?}", p3.actions);
     assert_eq!(condition(&p3, "Degraded"), ("True", "SavepointFailed"));
     assert_eq!(p3.status.failed_template_hash.as_deref(), Some("h2"));
-    assert_eq!(p3.status.history[0].outcome, "Aborted");
+    assert_eq!(p3.status.history[0].outcome, Outcome::Aborted);
 }
 
 #[test]
@@ -678,7 +678,7 @@ fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
     );
     assert!(p.status.transition.is_none());
     assert_eq!(p.status.floor, Some(70_000));
-    assert_eq!(p.status.history[0].outcome, "Promoted");
+    assert_eq!(p.status.history[0].outcome, Outcome::Promoted);
     assert_eq!(p.status.history[0].toggle, Some(70_000));
     assert_eq!(condition(&p, "Ready").0, "True");
 }
@@ -698,7 +698,7 @@ fn the_plan_carries_the_finished_handover_until_its_status_is_written() {
         .clone()
         .expect("blue is gone: the handover finishes");
     assert_eq!(record, p.status.history[0]);
-    assert_eq!(record.outcome, "Promoted");
+    assert_eq!(record.outcome, Outcome::Promoted);
     // The status write failed (a 409): the replan finishes the same handover, so it is counted
     // once, when a write succeeds.
     assert_eq!(plan(&obs).finished, Some(record));
@@ -871,7 +871,7 @@ fn a_failed_stop_is_retried_with_backoff_then_the_job_is_kept_and_degraded() {
     deleted.status.transition.as_mut().unwrap().stop.attempts = 3;
     let p = plan(&deleted);
     assert!(p.status.transition.is_none());
-    assert_eq!(p.status.history[0].outcome, "Promoted");
+    assert_eq!(p.status.history[0].outcome, Outcome::Promoted);
 }
 
 #[test]
@@ -1534,7 +1534,7 @@ fn a_repaired_handover_finishes_with_history_and_stays_degraded_until_the_templa
     let p = plan(&obs);
     assert!(p.status.transition.is_none());
     let h = &p.status.history[0];
-    assert_eq!(h.outcome, "Promoted");
+    assert_eq!(h.outcome, Outcome::Promoted);
     assert!(
         h.reason
             .as_deref()

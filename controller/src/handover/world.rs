@@ -17,7 +17,7 @@ use proptest::prelude::*;
 use super::{Action, plan};
 use crate::fixtures::observed;
 use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, GateObs, Observed, SavepointObs};
-use crate::resource::{FlinkBlueGreenDeploymentStatus, Phase};
+use crate::resource::{FlinkBlueGreenDeploymentStatus, Outcome, Phase};
 
 /// Deterministic choices from a proptest seed.
 struct Dice(u64);
@@ -556,7 +556,7 @@ proptest! {
         let wrong = hand_over_three_times(&mut world);
         prop_assert!(wrong.is_empty(), "ticks not emitted exactly once (tick, count): {:?}", wrong);
         prop_assert_eq!(world.obs.status.history.len(), 4);
-        prop_assert!(world.obs.status.history.iter().take(3).all(|h| h.outcome == "Promoted"));
+        prop_assert!(world.obs.status.history.iter().take(3).all(|h| h.outcome == Outcome::Promoted));
     }
 
     /// The same, with the incoming job of one handover failing for good after W is set: the
@@ -573,7 +573,7 @@ proptest! {
         let repaired: Vec<bool> = world.obs.status.history.iter().take(3).rev()
             .map(|h| h.forward_repair.is_some()).collect();
         prop_assert_eq!(repaired, (0..3).map(|i| i == failing).collect::<Vec<_>>());
-        prop_assert!(world.obs.status.history.iter().take(3).all(|h| h.outcome == "Promoted"));
+        prop_assert!(world.obs.status.history.iter().take(3).all(|h| h.outcome == Outcome::Promoted));
     }
 }
 

@@ -475,7 +475,7 @@ impl Bed {
         let mut handovers: Vec<_> = status
             .history
             .iter()
-            .filter(|h| h.outcome == "Promoted")
+            .filter(|h| h.outcome == bluegreen_controller::resource::Outcome::Promoted)
             .filter_map(|h| h.toggle.map(|w| (w, h.to)))
             .collect();
         handovers.sort_unstable();
