@@ -51,7 +51,6 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-pub use api_error::{ApiError, Cause};
 pub use auth::{AuthMode, Denial};
 pub use authn::{Token, UserInfo};
 pub use error::{Error, Result};
