@@ -17,7 +17,7 @@ use bluegreen_controller::resource::{
 };
 use serde_json::json;
 
-pub use stack::{LocalStack, NAMESPACE, StackOptions};
+pub use stack::{LocalStack, NAMESPACE, StackOptions, ledger_report};
 
 /// The sample job: a keyed running count over a 4-split topic with out-of-order and late
 /// records, gated before its sink. `version` goes into the image tag.

@@ -304,36 +304,7 @@ impl LocalStack {
         handovers: &[(i64, Color)],
     ) -> anyhow::Result<LedgerReport> {
         let fbgd = self.fbgds().get(name).await?;
-        let status = fbgd.status.clone().unwrap_or_default();
-        let active = status.active_color.context("no active color")?;
-        let d = DeploymentRef::new(
-            NAMESPACE,
-            format!("{}-{}", fbgd.name_any(), active.suffix()),
-        );
-        let job = self
-            .flink
-            .job(&d)
-            .context("the active job is not running")?;
-        let view = job.view();
-        let (horizon, arrived_by, checkpoints) = (
-            view.job_watermark,
-            self.flink.clock().now_ms(),
-            view.completed_checkpoints,
-        );
-        self.flink
-            .wait_for_job(&d, Duration::from_secs(20), |v| {
-                v.completed_checkpoints >= checkpoints + 2
-            })
-            .await?;
-        let mut expectation = Expectation::new(job.settings.source.clone(), horizon)
-            .arrived_by(arrived_by)
-            .owned_by(Color::Blue);
-        let mut handovers = handovers.to_vec();
-        handovers.sort_unstable();
-        for (w, to) in handovers {
-            expectation = expectation.handover(w, to);
-        }
-        Ok(self.flink.ledger().report(&expectation))
+        ledger_report(&self.flink, &fbgd, handovers).await
     }
 
     /// Stops the controller and the runner.
@@ -348,4 +319,42 @@ impl LocalStack {
         }
         self.server.shutdown().await;
     }
+}
+
+/// The ledger's verdict on what the active job of `fbgd` and its predecessors emitted, judged by
+/// `handovers` (W and the incoming color of every promoted handover, in any order): every record
+/// exactly once, by the color that owned its event time. Waits until the active job completed
+/// two more checkpoints, so that the transactional sink has committed what it read.
+pub async fn ledger_report(
+    flink: &LocalFlink,
+    fbgd: &FlinkBlueGreenDeployment,
+    handovers: &[(i64, Color)],
+) -> anyhow::Result<LedgerReport> {
+    let status = fbgd.status.clone().unwrap_or_default();
+    let active = status.active_color.context("no active color")?;
+    let d = DeploymentRef::new(
+        NAMESPACE,
+        format!("{}-{}", fbgd.name_any(), active.suffix()),
+    );
+    let job = flink.job(&d).context("the active job is not running")?;
+    let view = job.view();
+    let (horizon, arrived_by, checkpoints) = (
+        view.job_watermark,
+        flink.clock().now_ms(),
+        view.completed_checkpoints,
+    );
+    flink
+        .wait_for_job(&d, Duration::from_secs(20), |v| {
+            v.completed_checkpoints >= checkpoints + 2
+        })
+        .await?;
+    let mut expectation = Expectation::new(job.settings.source.clone(), horizon)
+        .arrived_by(arrived_by)
+        .owned_by(Color::Blue);
+    let mut handovers = handovers.to_vec();
+    handovers.sort_unstable();
+    for (w, to) in handovers {
+        expectation = expectation.handover(w, to);
+    }
+    Ok(flink.ledger().report(&expectation))
 }

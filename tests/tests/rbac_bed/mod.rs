@@ -20,12 +20,9 @@ use bluegreen_controller::resource::FlinkBlueGreenDeployment;
 use bluegreen_examples::orders_job;
 use bluegreen_local_apiserver::{AuthMode, Denial, LocalApiServer, Options, Token};
 use bluegreen_local_flink::crd::install_flink_deployment_crd;
-use bluegreen_local_flink::ledger::{Expectation, LedgerReport};
-use bluegreen_local_flink::{
-    DEFAULT_START_MS, DeploymentRef, LocalFlink, LocalFlinkOptions, SimClock,
-};
+use bluegreen_local_flink::ledger::LedgerReport;
+use bluegreen_local_flink::{DEFAULT_START_MS, LocalFlink, LocalFlinkOptions, SimClock};
 use bluegreen_protocol::Color;
-use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -448,40 +445,13 @@ impl Bed {
     /// The ledger's verdict on everything the job emitted (as `LocalStack::report`).
     pub async fn report(&self) -> anyhow::Result<LedgerReport> {
         let fbgd = self.fbgds().get(JOB).await?;
-        let status = fbgd.status.clone().unwrap_or_default();
-        let active = status.active_color.context("no active color")?;
-        let d = DeploymentRef::new(
-            NAMESPACE,
-            format!("{}-{}", fbgd.name_any(), active.suffix()),
-        );
-        let job = self
-            .flink
-            .job(&d)
-            .context("the active job is not running")?;
-        let view = job.view();
-        let (horizon, arrived_by, checkpoints) = (
-            view.job_watermark,
-            self.flink.clock().now_ms(),
-            view.completed_checkpoints,
-        );
-        self.flink
-            .wait_for_job(&d, Duration::from_secs(20), |v| {
-                v.completed_checkpoints >= checkpoints + 2
-            })
-            .await?;
-        let mut expectation = Expectation::new(job.settings.source.clone(), horizon)
-            .arrived_by(arrived_by)
-            .owned_by(Color::Blue);
-        let mut handovers: Vec<_> = status
-            .history
+        let handovers: Vec<_> = fbgd
+            .status
             .iter()
+            .flat_map(|s| &s.history)
             .filter(|h| h.outcome == bluegreen_controller::resource::Outcome::Promoted)
             .filter_map(|h| h.toggle.map(|w| (w, h.to)))
             .collect();
-        handovers.sort_unstable();
-        for (w, to) in handovers {
-            expectation = expectation.handover(w, to);
-        }
-        Ok(self.flink.ledger().report(&expectation))
+        bluegreen_examples::ledger_report(&self.flink, &fbgd, &handovers).await
     }
 }
