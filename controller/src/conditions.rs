@@ -1,8 +1,139 @@
 //! The `Ready`, `Progressing` and `Degraded` conditions (pure).
 
 use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::resource::{Condition, Phase};
+
+/// Why a condition has its status; shown as its name (`Running`, `ToggleSet`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// The active job runs and no handover is in progress (`Ready`).
+    Running,
+    /// A handover is in progress (`Ready`).
+    HandoverInProgress,
+    /// The active job does not run, or a problem needs attention (`Ready`).
+    NotReady,
+    /// No handover is in progress (`Progressing`).
+    Idle,
+    /// No problem found (`Degraded`).
+    AsExpected,
+    /// Taking the state the incoming job starts from.
+    Snapshotting,
+    /// Waiting to retry a failed savepoint.
+    SavepointBackoff,
+    /// The savepoint failed too often.
+    SavepointFailed,
+    /// The outgoing job has no completed checkpoint to start from.
+    NoCheckpoint,
+    /// The outgoing job does not run.
+    OutgoingNotRunning,
+    /// Waiting for the incoming job to run.
+    Deploying,
+    /// The incoming job does not run yet.
+    IncomingNotRunning,
+    /// The incoming job failed before W was set.
+    IncomingFailed,
+    /// The outgoing job reports no gate metrics.
+    NoGateMetrics,
+    /// W is proposed; waiting for the outgoing gates to acknowledge it.
+    ConfirmingToggle,
+    /// The outgoing gates have not acknowledged W.
+    GatesNotAcknowledged,
+    /// W is not ahead of the outgoing gates.
+    ToggleInPast,
+    /// W is set; waiting for health and both watermarks past W.
+    ToggleSet,
+    /// Waiting for a manual promotion.
+    AwaitingPromotion,
+    /// Promoted; the outgoing job is kept for the deletion delay.
+    ClearToTeardown,
+    /// Stopping and deleting the outgoing job.
+    TearingDown,
+    /// Waiting to retry the outgoing job's stop-with-savepoint.
+    TeardownBackoff,
+    /// The outgoing job's stop-with-savepoint failed for good.
+    OutgoingStopFailed,
+    /// Deleting the incoming child of an aborted handover.
+    Aborting,
+    /// A handover was aborted.
+    HandoverAborted,
+    /// The template changed before W was set.
+    SpecChanged,
+    /// Aborted by the `bluegreen.dev/action` annotation.
+    ManualAbort,
+    /// The active color's FlinkDeployment is missing.
+    ActiveChildMissing,
+    /// The active job failed.
+    ActiveJobFailed,
+    /// The first deployment's job failed.
+    FirstDeploymentFailed,
+    /// The spec cannot be rendered.
+    InvalidSpec,
+    /// The coordination ConfigMap differs from the status.
+    ConfigMapDiverged,
+    /// The incoming job failed after W was set.
+    IncomingFailedAfterToggle,
+    /// The incoming child is missing after W was set.
+    IncomingMissingAfterToggle,
+    /// Redeploying a failed incoming job with the outgoing job's template.
+    ForwardRepairing,
+    /// The incoming job runs the outgoing job's template after a forward repair.
+    ForwardRepaired,
+    /// The forward repair did not bring the incoming job back.
+    ForwardRepairFailed,
+}
+
+impl Reason {
+    /// The name written to the condition's `reason`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "Running",
+            Self::HandoverInProgress => "HandoverInProgress",
+            Self::NotReady => "NotReady",
+            Self::Idle => "Idle",
+            Self::AsExpected => "AsExpected",
+            Self::Snapshotting => "Snapshotting",
+            Self::SavepointBackoff => "SavepointBackoff",
+            Self::SavepointFailed => "SavepointFailed",
+            Self::NoCheckpoint => "NoCheckpoint",
+            Self::OutgoingNotRunning => "OutgoingNotRunning",
+            Self::Deploying => "Deploying",
+            Self::IncomingNotRunning => "IncomingNotRunning",
+            Self::IncomingFailed => "IncomingFailed",
+            Self::NoGateMetrics => "NoGateMetrics",
+            Self::ConfirmingToggle => "ConfirmingToggle",
+            Self::GatesNotAcknowledged => "GatesNotAcknowledged",
+            Self::ToggleInPast => "ToggleInPast",
+            Self::ToggleSet => "ToggleSet",
+            Self::AwaitingPromotion => "AwaitingPromotion",
+            Self::ClearToTeardown => "ClearToTeardown",
+            Self::TearingDown => "TearingDown",
+            Self::TeardownBackoff => "TeardownBackoff",
+            Self::OutgoingStopFailed => "OutgoingStopFailed",
+            Self::Aborting => "Aborting",
+            Self::HandoverAborted => "HandoverAborted",
+            Self::SpecChanged => "SpecChanged",
+            Self::ManualAbort => "ManualAbort",
+            Self::ActiveChildMissing => "ActiveChildMissing",
+            Self::ActiveJobFailed => "ActiveJobFailed",
+            Self::FirstDeploymentFailed => "FirstDeploymentFailed",
+            Self::InvalidSpec => "InvalidSpec",
+            Self::ConfigMapDiverged => "ConfigMapDiverged",
+            Self::IncomingFailedAfterToggle => "IncomingFailedAfterToggle",
+            Self::IncomingMissingAfterToggle => "IncomingMissingAfterToggle",
+            Self::ForwardRepairing => "ForwardRepairing",
+            Self::ForwardRepaired => "ForwardRepaired",
+            Self::ForwardRepairFailed => "ForwardRepairFailed",
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// What one planning step concluded about the resource's health.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -10,20 +141,20 @@ pub struct Health {
     /// The active job runs and no handover is in progress.
     pub ready: bool,
     /// Reason and message of work in progress.
-    pub progressing: Option<(String, String)>,
+    pub progressing: Option<(Reason, String)>,
     /// Reason and message of a problem that needs attention.
-    pub degraded: Option<(String, String)>,
+    pub degraded: Option<(Reason, String)>,
 }
 
 impl Health {
     /// Records work in progress.
-    pub fn progressing(&mut self, reason: &str, message: String) {
-        self.progressing = Some((reason.to_owned(), message));
+    pub fn progressing(&mut self, reason: Reason, message: String) {
+        self.progressing = Some((reason, message));
     }
 
     /// Records a problem.
-    pub fn degraded(&mut self, reason: &str, message: String) {
-        self.degraded = Some((reason.to_owned(), message));
+    pub fn degraded(&mut self, reason: Reason, message: String) {
+        self.degraded = Some((reason, message));
     }
 }
 
@@ -38,12 +169,15 @@ pub fn update(
 ) {
     let ready = health.ready && phase.is_none() && health.degraded.is_none();
     let (ready_reason, ready_message) = if ready {
-        ("Running", "the active job is running".to_owned())
+        (Reason::Running, "the active job is running".to_owned())
     } else if let Some(phase) = phase {
-        ("HandoverInProgress", format!("handover in phase {phase:?}"))
+        (
+            Reason::HandoverInProgress,
+            format!("handover in phase {phase:?}"),
+        )
     } else {
         (
-            "NotReady",
+            Reason::NotReady,
             health.degraded.as_ref().map_or_else(
                 || "the active job is not running".into(),
                 |(_, m)| m.clone(),
@@ -65,7 +199,7 @@ pub fn update(
                 conditions,
                 "Progressing",
                 true,
-                reason,
+                *reason,
                 message.clone(),
                 generation,
                 now,
@@ -75,7 +209,7 @@ pub fn update(
             conditions,
             "Progressing",
             false,
-            "Idle",
+            Reason::Idle,
             "no handover in progress".into(),
             generation,
             now,
@@ -86,7 +220,7 @@ pub fn update(
             conditions,
             "Degraded",
             true,
-            reason,
+            *reason,
             message.clone(),
             generation,
             now,
@@ -95,7 +229,7 @@ pub fn update(
             conditions,
             "Degraded",
             false,
-            "AsExpected",
+            Reason::AsExpected,
             "no problem found".into(),
             generation,
             now,
@@ -107,21 +241,24 @@ fn set(
     conditions: &mut Vec<Condition>,
     type_: &str,
     status: bool,
-    reason: &str,
+    reason: Reason,
     message: String,
     generation: i64,
     now: Timestamp,
 ) {
     let status = if status { "True" } else { "False" }.to_owned();
+    // The CRD keys the list by type: keep the first entry of this type, drop any other.
+    let mut seen = false;
+    conditions.retain(|c| c.type_ != type_ || !std::mem::replace(&mut seen, true));
     let existing = conditions.iter_mut().find(|c| c.type_ == type_);
     let last_transition_time = match &existing {
         Some(c) if c.status == status => c.last_transition_time.clone(),
-        _ => now.to_string(),
+        _ => Time(now),
     };
     let condition = Condition {
         type_: type_.to_owned(),
         status,
-        reason: reason.to_owned(),
+        reason: reason.as_str().to_owned(),
         message,
         last_transition_time,
         observed_generation: Some(generation),
@@ -148,18 +285,34 @@ mod tests {
         update(&mut conditions, &health, None, 1, t0);
         update(&mut conditions, &health, None, 1, t1);
         let ready = conditions.iter().find(|c| c.type_ == "Ready").unwrap();
-        assert_eq!(ready.last_transition_time, t0.to_string());
-        health.degraded("X", "broken".into());
+        assert_eq!(ready.last_transition_time, Time(t0));
+        health.degraded(Reason::InvalidSpec, "broken".into());
         update(&mut conditions, &health, None, 2, t1);
         let ready = conditions.iter().find(|c| c.type_ == "Ready").unwrap();
         assert_eq!(
             (ready.status.as_str(), ready.last_transition_time.clone()),
-            ("False", t1.to_string())
+            ("False", Time(t1))
         );
         let degraded = conditions.iter().find(|c| c.type_ == "Degraded").unwrap();
         assert_eq!(
             (degraded.status.as_str(), degraded.reason.as_str()),
-            ("True", "X")
+            ("True", "InvalidSpec")
         );
+    }
+
+    #[test]
+    fn one_condition_per_type_is_kept() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let health = Health {
+            ready: true,
+            ..Health::default()
+        };
+        let mut conditions = Vec::new();
+        update(&mut conditions, &health, None, 1, t0);
+        let duplicate = conditions[0].clone();
+        conditions.push(duplicate);
+        update(&mut conditions, &health, None, 2, t0);
+        let types: Vec<&str> = conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, ["Ready", "Progressing", "Degraded"]);
     }
 }

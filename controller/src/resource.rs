@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use bluegreen_protocol::{Color, Stage};
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -366,8 +367,9 @@ pub struct FlinkBlueGreenDeploymentStatus {
     /// The handover in progress.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transition: Option<Transition>,
-    /// `Ready`, `Progressing`, `Degraded`.
+    /// `Ready`, `Progressing`, `Degraded`: at most one of each type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
     /// The last handovers, newest first (at most 10).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -542,26 +544,6 @@ pub enum Phase {
     TearingDown,
     /// Aborting before W was set: deleting the incoming child.
     Aborting,
-}
-
-/// A Kubernetes-style condition.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Condition {
-    /// `Ready`, `Progressing` or `Degraded`.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// `True`, `False` or `Unknown`.
-    pub status: String,
-    /// CamelCase reason.
-    pub reason: String,
-    /// Human-readable message.
-    pub message: String,
-    /// When the status last changed (RFC 3339).
-    pub last_transition_time: String,
-    /// The generation it was computed for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
 }
 
 /// How a handover (or the first deployment) ended; serialised as its name (`Promoted`, ...).

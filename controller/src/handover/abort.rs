@@ -4,11 +4,12 @@
 use bluegreen_protocol::Color;
 
 use super::{Action, Planner};
+use crate::conditions::Reason;
 use crate::resource::{Outcome, Phase};
 
 impl Planner<'_> {
     /// Whether the child of `color` is gone; deletes it (once) while it is not.
-    pub(super) fn deleted(&mut self, color: Color, reason: &str) -> bool {
+    pub(super) fn deleted(&mut self, color: Color, reason: Reason) -> bool {
         let Some(child) = self.obs.child(color) else {
             return true;
         };
@@ -22,7 +23,7 @@ impl Planner<'_> {
 
     /// Abandons the handover before W is set. `remember` keeps the template from being retried
     /// until it changes.
-    pub(super) fn abort(&mut self, reason: &'static str, message: &str, remember: bool) {
+    pub(super) fn abort(&mut self, reason: Reason, message: &str, remember: bool) {
         let t = self.transition().clone();
         self.note(true, "HandoverAborting", format!("{reason}: {message}"));
         if remember {
@@ -43,13 +44,13 @@ impl Planner<'_> {
 
     pub(super) fn aborting(&mut self) {
         let t = self.transition().clone();
-        if self.deleted(t.to, "Aborting") {
+        if self.deleted(t.to, Reason::Aborting) {
             let reason = t.abort_reason.clone();
             self.finish_transition(Outcome::Aborted, reason.clone());
             if let Some(reason) = reason
                 && self.status.failed_template_hash.is_some()
             {
-                self.health.degraded("HandoverAborted", reason);
+                self.health.degraded(Reason::HandoverAborted, reason);
             }
         }
     }

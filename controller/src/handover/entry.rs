@@ -4,6 +4,7 @@
 use bluegreen_protocol::Color;
 
 use super::{ACTIVE_REQUEUE, Action, Planner, STEADY_REQUEUE};
+use crate::conditions::Reason;
 use crate::observed::{ChildObs, JobState, ManualAction};
 use crate::resource::{OutgoingStop, Phase, RestoreFrom, Transition};
 use crate::settings::{Settings, ToggleRule};
@@ -31,7 +32,7 @@ impl Planner<'_> {
             self.status.failed_template_hash.as_deref() == Some(&self.obs.template_hash);
         match self.obs.child(active) {
             None => self.health.degraded(
-                "ActiveChildMissing",
+                Reason::ActiveChildMissing,
                 format!("the active FlinkDeployment ({}) is gone; recreate it from a savepoint with savepointRedeployNonce", active.suffix()),
             ),
             Some(child) if template_changed && !already_failed => {
@@ -46,10 +47,10 @@ impl Planner<'_> {
                     self.apply(active, None);
                 }
                 if child.failed() {
-                    self.health.degraded("ActiveJobFailed", child.error.clone().unwrap_or_else(|| "the active job failed".into()));
+                    self.health.degraded(Reason::ActiveJobFailed, child.error.clone().unwrap_or_else(|| "the active job failed".into()));
                 } else if already_failed && template_changed && !self.repaired_degraded() {
                     self.health.degraded(
-                        "HandoverAborted",
+                        Reason::HandoverAborted,
                         "the last handover to this template was aborted; change the template to try again".into(),
                     );
                 }
@@ -62,14 +63,15 @@ impl Planner<'_> {
     /// message is new (not again on every resync). Nothing that runs is touched.
     pub(super) fn invalid_spec(&mut self, field: &str, message: &str) {
         let message = format!("`{field}` {message}; the running job is left untouched");
-        let reported =
-            self.obs.status.conditions.iter().any(|c| {
-                c.type_ == "Degraded" && c.reason == "InvalidSpec" && c.message == message
-            });
+        let reported = self.obs.status.conditions.iter().any(|c| {
+            c.type_ == "Degraded"
+                && c.reason == Reason::InvalidSpec.as_str()
+                && c.message == message
+        });
         if !reported {
             self.note(true, "InvalidSpec", message.clone());
         }
-        self.health.degraded("InvalidSpec", message);
+        self.health.degraded(Reason::InvalidSpec, message);
         self.requeue = STEADY_REQUEUE;
     }
 

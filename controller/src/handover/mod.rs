@@ -15,7 +15,7 @@ use std::time::Duration;
 use bluegreen_protocol::{Color, CoordinationState};
 use jiff::Timestamp;
 
-use crate::conditions::{self, Health};
+use crate::conditions::{self, Health, Reason};
 use crate::observed::{ConfigMapObs, ManualAction, Observed};
 use crate::resource::{FlinkBlueGreenDeploymentStatus, Phase, Transition, TransitionRecord};
 
@@ -48,7 +48,7 @@ pub fn plan(obs: &Observed) -> Plan {
     };
     let current_cm = desired_configmap(&p.status, obs);
     if let Some(reason) = diverged(&obs.configmap, current_cm.as_ref()) {
-        p.health.degraded("ConfigMapDiverged", reason);
+        p.health.degraded(Reason::ConfigMapDiverged, reason);
         return p.finish(None);
     }
     match &obs.settings {

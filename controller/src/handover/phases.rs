@@ -2,6 +2,7 @@
 //! to the incoming job running and W proposed, acknowledged and set.
 
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
+use crate::conditions::Reason;
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
 use crate::resource::{Outcome, Phase, RestoreFrom, Transition};
 use crate::settings::{Settings, ToggleRule};
@@ -27,7 +28,7 @@ impl Planner<'_> {
         );
         if before_set && spec_changed {
             self.abort(
-                "SpecChanged",
+                Reason::SpecChanged,
                 "the template changed before W was set; starting over with the new template",
                 false,
             );
@@ -35,7 +36,7 @@ impl Planner<'_> {
         }
         if before_set && self.consume_action(ManualAction::Abort) {
             self.abort(
-                "ManualAbort",
+                Reason::ManualAbort,
                 "aborted by the bluegreen.dev/action annotation",
                 true,
             );
@@ -78,12 +79,12 @@ impl Planner<'_> {
             self.health.ready = true;
         } else if child.failed() {
             self.health.degraded(
-                "FirstDeploymentFailed",
+                Reason::FirstDeploymentFailed,
                 child.error.unwrap_or_else(|| "the job failed".into()),
             );
         } else {
             self.health.progressing(
-                "Deploying",
+                Reason::Deploying,
                 format!("waiting for the {} job to run", t.to.suffix()),
             );
         }
@@ -102,7 +103,7 @@ impl Planner<'_> {
                 None => self.wait_or_abort(
                     settings,
                     &t,
-                    "NoCheckpoint",
+                    Reason::NoCheckpoint,
                     "the outgoing job has no completed checkpoint yet",
                 ),
             },
@@ -111,7 +112,7 @@ impl Planner<'_> {
                     self.wait_or_abort(
                         settings,
                         &t,
-                        "OutgoingNotRunning",
+                        Reason::OutgoingNotRunning,
                         "a savepoint needs the outgoing job to be running",
                     );
                     return;
@@ -122,7 +123,7 @@ impl Planner<'_> {
                             * 2u32.saturating_pow(t.savepoint_attempts.saturating_sub(1));
                         if t.savepoint_attempts > 0 && self.since(&t.phase_started_at) < backoff {
                             self.health.progressing(
-                                "SavepointBackoff",
+                                Reason::SavepointBackoff,
                                 format!("retrying the savepoint after {backoff:?}"),
                             );
                         } else {
@@ -132,7 +133,7 @@ impl Planner<'_> {
                                 t.from.expect("handover has an outgoing color"),
                             ));
                             self.health.progressing(
-                                "Snapshotting",
+                                Reason::Snapshotting,
                                 "savepoint of the outgoing job requested".into(),
                             );
                         }
@@ -161,7 +162,7 @@ impl Planner<'_> {
                     }
                     (Some(_), _) => self
                         .health
-                        .progressing("Snapshotting", "savepoint in progress".into()),
+                        .progressing(Reason::Snapshotting, "savepoint in progress".into()),
                 }
             }
         }
@@ -176,7 +177,7 @@ impl Planner<'_> {
         let attempts = t.savepoint_attempts;
         if attempts >= settings.savepoint_attempts {
             self.abort(
-                "SavepointFailed",
+                Reason::SavepointFailed,
                 &format!("savepoint failed {attempts} times, last: {reason}"),
                 true,
             );
@@ -189,7 +190,7 @@ impl Planner<'_> {
                     settings.savepoint_attempts
                 ),
             );
-            self.health.progressing("SavepointBackoff", reason);
+            self.health.progressing(Reason::SavepointBackoff, reason);
         }
     }
 
@@ -197,7 +198,7 @@ impl Planner<'_> {
         &mut self,
         settings: &Settings,
         t: &Transition,
-        reason: &'static str,
+        reason: Reason,
         message: &str,
     ) {
         if self.since(&t.phase_started_at) > settings.abort_grace {
@@ -217,7 +218,7 @@ impl Planner<'_> {
         self.status.epoch = t.epoch;
         self.ensure_child(t.to, &t.template_hash, t.restore_path.clone());
         self.health.progressing(
-            "Deploying",
+            Reason::Deploying,
             format!(
                 "creating the {} job; its gates hold until W is set",
                 t.to.suffix()
@@ -242,7 +243,7 @@ impl Planner<'_> {
         }
         let why = incoming.error.unwrap_or_else(|| "job FAILED".into());
         let message = format!("the incoming job failed before W was set: {why}");
-        self.abort("IncomingFailed", &message, true);
+        self.abort(Reason::IncomingFailed, &message, true);
         None
     }
 
@@ -256,13 +257,13 @@ impl Planner<'_> {
             self.wait_or_abort(
                 settings,
                 &t,
-                "IncomingNotRunning",
+                Reason::IncomingNotRunning,
                 "waiting for the incoming job to run",
             );
             return;
         }
         let Some(gates) = outgoing.flink.as_ref().and_then(|f| f.gates.clone()) else {
-            self.wait_or_abort(settings, &t, "NoGateMetrics", "the outgoing job reports no bluegreen gate metrics: is a GateProcessFunction in the pipeline?");
+            self.wait_or_abort(settings, &t, Reason::NoGateMetrics, "the outgoing job reports no bluegreen gate metrics: is a GateProcessFunction in the pipeline?");
             return;
         };
         let watermark = gates.watermark().unwrap_or(i64::MIN);
@@ -272,7 +273,7 @@ impl Planner<'_> {
             ToggleRule::Offset(offset) => progress.saturating_add(offset).max(above_floor),
             ToggleRule::Value(v) if v > progress && v >= above_floor => v,
             ToggleRule::Value(v) => {
-                self.abort("ToggleInPast", &format!("coordination.toggle.value {v} is not after the outgoing job's progress {progress} and the floor {:?}", self.status.floor), true);
+                self.abort(Reason::ToggleInPast, &format!("coordination.toggle.value {v} is not after the outgoing job's progress {progress} and the floor {:?}", self.status.floor), true);
                 return;
             }
         };
@@ -284,7 +285,7 @@ impl Planner<'_> {
             format!("W = {w} proposed (outgoing progress {progress})"),
         );
         self.health.progressing(
-            "ConfirmingToggle",
+            Reason::ConfirmingToggle,
             format!("waiting for every outgoing gate to apply W = {w}"),
         );
     }
@@ -304,7 +305,7 @@ impl Planner<'_> {
             self.wait_or_abort(
                 settings,
                 &t,
-                "GatesNotAcknowledged",
+                Reason::GatesNotAcknowledged,
                 &format!("waiting for every outgoing gate to apply W = {w}"),
             );
             return;
@@ -324,7 +325,7 @@ impl Planner<'_> {
                     ),
                 );
                 self.health
-                    .progressing("ConfirmingToggle", format!("W raised to {raised}"));
+                    .progressing(Reason::ConfirmingToggle, format!("W raised to {raised}"));
             }
             _ => {
                 self.set_phase(Phase::ToggleSet);
@@ -334,7 +335,7 @@ impl Planner<'_> {
                     format!("W = {w} set: the outgoing job emits t <= W, the incoming t > W"),
                 );
                 self.health.progressing(
-                    "ToggleSet",
+                    Reason::ToggleSet,
                     "waiting for health and both watermarks past W".into(),
                 );
             }

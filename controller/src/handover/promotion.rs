@@ -4,6 +4,7 @@ use bluegreen_protocol::Color;
 
 use super::repair::repaired;
 use super::{Action, Planner};
+use crate::conditions::Reason;
 use crate::observed::{ChildObs, FlinkObs, GateObs, ManualAction};
 use crate::resource::{Phase, Transition, WatermarkWait};
 use crate::settings::Settings;
@@ -32,7 +33,7 @@ impl Planner<'_> {
         }
         let Some(incoming) = self.obs.child(t.to).cloned() else {
             self.health.degraded(
-                "IncomingMissingAfterToggle",
+                Reason::IncomingMissingAfterToggle,
                 format!("the incoming FlinkDeployment was deleted after W = {w} was set; recreating it from the handover's starting state would emit records twice, so it needs a person: recreate it from its latest checkpoint"),
             );
             return;
@@ -88,13 +89,15 @@ impl Planner<'_> {
         }
         let manual_promote = self.obs.action == Some(ManualAction::Promote);
         if !waiting.is_empty() {
-            self.health
-                .progressing("ToggleSet", format!("waiting for {}", waiting.join(", ")));
+            self.health.progressing(
+                Reason::ToggleSet,
+                format!("waiting for {}", waiting.join(", ")),
+            );
             return;
         }
         if settings.promotion == crate::resource::Promotion::Manual && !manual_promote {
             self.health.progressing(
-                "AwaitingPromotion",
+                Reason::AwaitingPromotion,
                 "healthy; set the annotation bluegreen.dev/action=promote to promote".into(),
             );
             return;
@@ -157,7 +160,7 @@ impl Planner<'_> {
         self.set_phase(Phase::ClearToTeardown);
         self.note(false, "Promoted", format!("{} promoted at W = {w}", t.to));
         self.health.progressing(
-            "ClearToTeardown",
+            Reason::ClearToTeardown,
             format!("keeping the outgoing job for {:?}", settings.deletion_delay),
         );
     }

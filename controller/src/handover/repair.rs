@@ -9,6 +9,7 @@
 use bluegreen_protocol::Color;
 
 use super::{Action, Planner};
+use crate::conditions::Reason;
 use crate::observed::ChildObs;
 use crate::resource::{FlinkBlueGreenDeploymentSpec, ForwardRepair, Transition};
 use crate::settings::Settings;
@@ -58,7 +59,7 @@ impl Planner<'_> {
             active.suffix(),
             r.template_hash.as_deref().unwrap_or("?")
         );
-        self.health.degraded("ForwardRepaired", message);
+        self.health.degraded(Reason::ForwardRepaired, message);
         true
     }
 
@@ -131,14 +132,14 @@ impl Planner<'_> {
         );
         let Some(grace) = settings.forward_repair else {
             self.health.degraded(
-                "IncomingFailedAfterToggle",
+                Reason::IncomingFailedAfterToggle,
                 format!("{failed}; coordination.forwardRepair is off: change the template to redeploy the incoming job in place from its own state"),
             );
             return;
         };
         if self.since(&record.failed_since) <= grace {
             self.health.degraded(
-                "IncomingFailedAfterToggle",
+                Reason::IncomingFailedAfterToggle,
                 format!("{failed}; it is repaired forward once it has been FAILED for {grace:?} (coordination.forwardRepair.grace), unless the template changes first"),
             );
             return;
@@ -150,28 +151,28 @@ impl Planner<'_> {
             self.status.deployed_spec.clone(),
         ) else {
             self.health.degraded(
-                "IncomingFailedAfterToggle",
+                Reason::IncomingFailedAfterToggle,
                 format!("{failed}; it cannot be repaired forward automatically: the status has no record of the spec the outgoing job was deployed with (status.deployedSpec, recorded since forward repair exists); change the template"),
             );
             return;
         };
         if outgoing_hash.as_deref() != Some(template_hash.as_str()) {
             self.health.degraded(
-                "IncomingFailedAfterToggle",
+                Reason::IncomingFailedAfterToggle,
                 format!("{failed}; it cannot be repaired forward automatically: the outgoing FlinkDeployment does not run the recorded template {template_hash} (it carries {outgoing_hash:?}); change the template"),
             );
             return;
         }
         let Some(flink) = &incoming.flink else {
             self.health.degraded(
-                "IncomingFailedAfterToggle",
+                Reason::IncomingFailedAfterToggle,
                 format!("{failed}; waiting for its Flink REST API to name its latest checkpoint, to repair it forward from there"),
             );
             return;
         };
         let Some(checkpoint) = flink.latest_checkpoint.clone() else {
             self.health.degraded(
-                "IncomingFailedAfterToggle",
+                Reason::IncomingFailedAfterToggle,
                 format!("{failed}; it has no completed checkpoint of its own to resume from, and the controller never restarts it from the handover's starting state (that can emit records twice), so it is not repaired automatically: change the template"),
             );
             return;
@@ -193,7 +194,8 @@ impl Planner<'_> {
             ),
         );
         self.repair_step(t.to, &spec, template_hash, checkpoint);
-        self.health.degraded("IncomingFailedAfterToggle", failed);
+        self.health
+            .degraded(Reason::IncomingFailedAfterToggle, failed);
     }
 
     /// Applies the repaired child (again, after a restart: the step is idempotent).
@@ -205,7 +207,7 @@ impl Planner<'_> {
         checkpoint: String,
     ) {
         self.health.progressing(
-            "ForwardRepairing",
+            Reason::ForwardRepairing,
             format!("redeploying the {} job with template {template_hash} from its own latest checkpoint {checkpoint}", color.suffix()),
         );
         self.actions.push(Action::RepairChild {
@@ -240,7 +242,7 @@ impl Planner<'_> {
             match self.status.deployed_spec.clone() {
                 Some(spec) => self.repair_step(t.to, &spec, hash, checkpoint),
                 None => self.health.degraded(
-                    "ForwardRepairFailed",
+                    Reason::ForwardRepairFailed,
                     "the status lost the spec the repair redeploys (status.deployedSpec); change the template".into(),
                 ),
             }
@@ -251,7 +253,7 @@ impl Planner<'_> {
         }
         if record.redeployed {
             self.health.degraded(
-                "ForwardRepairFailed",
+                Reason::ForwardRepairFailed,
                 format!(
                     "the incoming job failed again after its forward repair with template {hash} ({}); it is not repaired again: change the template (applied in place from its own latest state); the outgoing job still emits t <= W = {w}",
                     error(incoming)
@@ -261,12 +263,12 @@ impl Planner<'_> {
         }
         let started = record.started_at.as_deref().unwrap_or_default();
         self.health.progressing(
-            "ForwardRepairing",
+            Reason::ForwardRepairing,
             format!("waiting for the Flink operator to redeploy the incoming job from its own latest checkpoint {checkpoint}"),
         );
         if self.since(started) > settings.abort_grace {
             self.health.degraded(
-                "ForwardRepairFailed",
+                Reason::ForwardRepairFailed,
                 format!(
                     "the Flink operator has not redeployed the incoming job within {:?} (coordination.abortGracePeriod) of its forward repair ({}); check its FlinkDeployment (last-state upgrades need Flink HA), or change the template",
                     settings.abort_grace,
@@ -275,7 +277,7 @@ impl Planner<'_> {
             );
         } else {
             self.health.degraded(
-                "IncomingFailedAfterToggle",
+                Reason::IncomingFailedAfterToggle,
                 format!(
                     "the incoming job failed after W = {w} was set and is being repaired forward"
                 ),

@@ -6,6 +6,7 @@ use std::time::Duration;
 use bluegreen_protocol::Color;
 
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
+use crate::conditions::Reason;
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
 use crate::resource::{Outcome, OutgoingStop, Phase};
 use crate::settings::Settings;
@@ -34,7 +35,7 @@ impl Planner<'_> {
             self.tearing_down(settings, t.from.expect("handover has an outgoing color"));
         } else {
             self.health.progressing(
-                "ClearToTeardown",
+                Reason::ClearToTeardown,
                 format!("keeping the outgoing job for {:?}", settings.deletion_delay),
             );
         }
@@ -61,14 +62,18 @@ impl Planner<'_> {
             return;
         };
         if outgoing.deleting {
-            self.health
-                .progressing("TearingDown", format!("deleting the {} job", from.suffix()));
+            self.health.progressing(
+                Reason::TearingDown,
+                format!("deleting the {} job", from.suffix()),
+            );
             return;
         }
         if outgoing.holds_no_output() {
             self.actions.push(Action::DeleteChild(from));
-            self.health
-                .progressing("TearingDown", format!("deleting the {} job", from.suffix()));
+            self.health.progressing(
+                Reason::TearingDown,
+                format!("deleting the {} job", from.suffix()),
+            );
             return;
         }
         let stop = self.transition().stop.clone();
@@ -90,7 +95,7 @@ impl Planner<'_> {
                     self.transition().stop.savepoint = Some(path);
                 }
                 self.health.progressing(
-                    "TearingDown",
+                    Reason::TearingDown,
                     "waiting for the outgoing job to be FINISHED".into(),
                 );
             }
@@ -113,12 +118,12 @@ impl Planner<'_> {
                     trigger_id: trigger_id.clone(),
                 });
                 self.health.progressing(
-                    "TearingDown",
+                    Reason::TearingDown,
                     "stopping the outgoing job with a savepoint".into(),
                 );
             }
             (Some(_), _) => self.health.progressing(
-                "TearingDown",
+                Reason::TearingDown,
                 "the outgoing job's stop-with-savepoint is in progress".into(),
             ),
         }
@@ -134,7 +139,7 @@ impl Planner<'_> {
         }
         self.requeue = WATCHED_REQUEUE;
         self.health.degraded(
-            "OutgoingStopFailed",
+            Reason::OutgoingStopFailed,
             format!(
                 "the outgoing {from} job could not be stopped with a savepoint ({} attempts, last: {}); it keeps running because cancelling it would discard its uncommitted output (records t <= W). Fix the cause and set bluegreen.dev/action=teardown to retry, or stop the job with a savepoint yourself; deleting its FlinkDeployment also finishes the handover, losing that output",
                 stop.attempts,
@@ -160,12 +165,12 @@ impl Planner<'_> {
             .map_or(Duration::MAX, |s| self.since(s));
         if stop.attempts > 0 && waited < backoff {
             self.health.progressing(
-                "TeardownBackoff",
+                Reason::TeardownBackoff,
                 format!("retrying the stop-with-savepoint of the outgoing job after {backoff:?}"),
             );
         } else if !outgoing.running() {
             self.health.progressing(
-                "TearingDown",
+                Reason::TearingDown,
                 "waiting for the outgoing job to run, to stop it with a savepoint".into(),
             );
         } else {
@@ -180,7 +185,7 @@ impl Planner<'_> {
                 trigger_id,
             });
             self.health.progressing(
-                "TearingDown",
+                Reason::TearingDown,
                 "stopping the outgoing job with a savepoint".into(),
             );
         }
@@ -201,7 +206,7 @@ impl Planner<'_> {
                 format!("the outgoing job could not be stopped with a savepoint after {attempts} attempts (last: {reason}); it is kept running so that its uncommitted output is not discarded"),
             );
             self.health.degraded(
-                "OutgoingStopFailed",
+                Reason::OutgoingStopFailed,
                 format!("stop-with-savepoint of the outgoing job failed {attempts} times, last: {reason}; set bluegreen.dev/action=teardown to retry"),
             );
         } else {
@@ -213,7 +218,7 @@ impl Planner<'_> {
                     settings.savepoint_attempts
                 ),
             );
-            self.health.progressing("TeardownBackoff", reason);
+            self.health.progressing(Reason::TeardownBackoff, reason);
         }
     }
 }
