@@ -77,18 +77,6 @@ pub enum Error {
     /// JSON (de)serialisation of a resource failed.
     #[error("serialisation: {0}")]
     Json(#[from] serde_json::Error),
-    /// A timestamp in the status that is not RFC 3339: the time since it cannot be measured, and
-    /// reading it as "no time passed" would disable every timeout.
-    #[error("`{field}` is {value:?}, not an RFC 3339 timestamp: {source}")]
-    InvalidTimestamp {
-        /// The status field, as a JSON path.
-        field: &'static str,
-        /// Its value.
-        value: String,
-        /// Why it does not parse.
-        #[source]
-        source: jiff::Error,
-    },
     /// The resource lacks a namespace or name.
     #[error("resource has no {0}")]
     MissingMetadata(&'static str),
@@ -120,7 +108,6 @@ impl Error {
             Self::Coordination { .. } => "coordination",
             Self::Json(_) => "json",
             Self::MissingMetadata(_) => "metadata",
-            Self::InvalidTimestamp { .. } => "invalid_status",
             Self::FinalSavepointPending(_) => "final_savepoint_pending",
             Self::ReconcileTimeout(_) => "timeout",
             Self::Finalizer(_) => "finalizer",

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use bluegreen_protocol::{Color, Stage};
-pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -418,10 +418,10 @@ pub struct Transition {
     /// Failed savepoint attempts so far.
     #[serde(default)]
     pub savepoint_attempts: u32,
-    /// When the handover started (RFC 3339).
-    pub started_at: String,
-    /// When the current phase started (RFC 3339).
-    pub phase_started_at: String,
+    /// When the handover started.
+    pub started_at: Time,
+    /// When the current phase started.
+    pub phase_started_at: Time,
     /// Why the handover is being aborted, once it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_reason: Option<String>,
@@ -442,20 +442,20 @@ pub struct Transition {
 
 /// The forward repair of an incoming job that failed for good after W was set. Written before
 /// each of its steps, so a restarted controller repeats the step it was at.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ForwardRepair {
-    /// When the controller first saw the incoming job FAILED (RFC 3339); the grace runs from here.
-    pub failed_since: String,
+    /// When the controller first saw the incoming job FAILED; the grace runs from here.
+    pub failed_since: Time,
     /// The failed job's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_job_id: Option<String>,
     /// Why it failed (`status.error` of its FlinkDeployment).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// When the redeploy was decided (RFC 3339); absent while the grace runs.
+    /// When the redeploy was decided; absent while the grace runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<String>,
+    pub started_at: Option<Time>,
     /// Hash of the template the incoming child is redeployed with: the outgoing job's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_hash: Option<String>,
@@ -466,6 +466,21 @@ pub struct ForwardRepair {
     /// job id); a failure after that is not repaired again.
     #[serde(default)]
     pub redeployed: bool,
+}
+
+impl ForwardRepair {
+    /// The record of an incoming job first seen FAILED at `failed_since`: nothing decided yet.
+    pub fn new(failed_since: Time) -> Self {
+        Self {
+            failed_since,
+            failed_job_id: None,
+            error: None,
+            started_at: None,
+            template_hash: None,
+            restore_path: None,
+            redeployed: false,
+        }
+    }
 }
 
 /// A job whose gates' watermark has not passed W yet.
@@ -510,9 +525,9 @@ pub struct OutgoingStop {
     /// Failed attempts so far.
     #[serde(default)]
     pub attempts: u32,
-    /// When the current attempt started, or the last one failed (RFC 3339).
+    /// When the current attempt started, or the last one failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub since: Option<String>,
+    pub since: Option<Time>,
     /// Why the last attempt failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -600,10 +615,38 @@ pub struct TransitionRecord {
     /// the handover was for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward_repair: Option<ForwardRepair>,
-    /// Start (RFC 3339).
-    pub started_at: String,
-    /// End (RFC 3339).
-    pub finished_at: String,
+    /// Start.
+    pub started_at: Time,
+    /// End.
+    pub finished_at: Time,
     /// Duration in seconds.
     pub duration_seconds: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::FlinkBlueGreenDeploymentStatus;
+
+    #[test]
+    fn a_status_timestamp_that_does_not_parse_is_a_deserialization_error() {
+        let status = |phase_started_at: &str| {
+            serde_json::from_value::<FlinkBlueGreenDeploymentStatus>(json!({
+                "transition": {
+                    "to": "BLUE", "epoch": 0, "templateHash": "h1", "generation": 1,
+                    "phase": "Deploying", "startedAt": "2026-01-01T00:00:00Z",
+                    "phaseStartedAt": phase_started_at,
+                },
+            }))
+        };
+        let parsed = status("2026-01-01T00:00:00Z").expect("RFC 3339");
+        assert_eq!(
+            parsed.transition.unwrap().phase_started_at.0,
+            "2026-01-01T00:00:00Z".parse().unwrap()
+        );
+        for bad in ["yesterday", ""] {
+            assert!(status(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -145,7 +145,7 @@ pub fn tree(s: &Snapshot) -> String {
                     t.to,
                     t.phase,
                     or_dash(t.toggle),
-                    t.started_at
+                    t.started_at.0
                 );
                 if let Some(r) = &t.abort_reason {
                     let _ = writeln!(out, "            aborting: {r}");
@@ -225,7 +225,7 @@ pub fn history(records: &[TransitionRecord]) -> String {
             r.outcome.to_string(),
             or_dash(r.toggle),
             format!("{:.0}s", r.duration_seconds),
-            r.finished_at.clone(),
+            r.finished_at.0.to_string(),
             or_dash(r.reason.as_deref()),
         ]
     }));

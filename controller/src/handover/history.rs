@@ -1,11 +1,9 @@
 //! The end of a handover: its record in the status's history, which the plan also carries for
 //! the metrics.
 
-use jiff::Timestamp;
-
 use super::Planner;
 use super::repair::{repaired, summary};
-use crate::resource::{Outcome, TransitionRecord};
+use crate::resource::{Outcome, Time, TransitionRecord};
 
 /// How many finished handovers the status keeps.
 pub const HISTORY_LEN: usize = 10;
@@ -21,7 +19,6 @@ impl Planner<'_> {
             self.status.floor = t.toggle;
         }
         let now = self.now();
-        let started = t.started_at.parse::<Timestamp>().unwrap_or(now);
         let forward_repair = repaired(&t).cloned();
         let reason = reason.or_else(|| forward_repair.as_ref().map(|r| summary(r, t.toggle)));
         let record = TransitionRecord {
@@ -34,8 +31,8 @@ impl Planner<'_> {
             past_w_by_idleness: t.past_w_by_idleness.clone(),
             forward_repair,
             started_at: t.started_at.clone(),
-            finished_at: now.to_string(),
-            duration_seconds: now.duration_since(started).as_secs_f64(),
+            finished_at: Time(now),
+            duration_seconds: now.duration_since(t.started_at.0).as_secs_f64(),
         };
         self.status.history.insert(0, record.clone());
         self.status.history.truncate(HISTORY_LEN);

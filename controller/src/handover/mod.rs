@@ -17,7 +17,7 @@ use jiff::Timestamp;
 
 use crate::conditions::{self, Health, Reason};
 use crate::observed::{ConfigMapObs, ManualAction, Observed};
-use crate::resource::{FlinkBlueGreenDeploymentStatus, Phase, Transition, TransitionRecord};
+use crate::resource::{FlinkBlueGreenDeploymentStatus, Phase, Time, Transition, TransitionRecord};
 
 pub use actions::{Action, Note, Plan};
 pub use cleanup::{final_savepoint_trigger_id, plan_cleanup};
@@ -86,12 +86,9 @@ impl Planner<'_> {
         });
     }
 
-    fn since(&self, rfc3339: &str) -> Duration {
-        rfc3339
-            .parse::<Timestamp>()
-            .ok()
-            .and_then(|then| Duration::try_from(self.now().duration_since(then)).ok())
-            .unwrap_or(Duration::ZERO)
+    /// The time since `then`; zero for a `then` in the future.
+    fn since(&self, then: &Time) -> Duration {
+        Duration::try_from(self.now().duration_since(then.0)).unwrap_or(Duration::ZERO)
     }
 
     fn consume_action(&mut self, wanted: ManualAction) -> bool {
@@ -111,7 +108,7 @@ impl Planner<'_> {
     }
 
     fn set_phase(&mut self, phase: Phase) {
-        let now = self.now().to_string();
+        let now = Time(self.now());
         let t = self.transition();
         t.phase = phase;
         t.phase_started_at = now;

@@ -6,12 +6,14 @@
 //! Every step is written to `status.transition.forwardRepair` before it is taken, and re-derived
 //! from it on every plan.
 
+use std::time::Duration;
+
 use bluegreen_protocol::Color;
 
 use super::{Action, Planner};
 use crate::conditions::Reason;
 use crate::observed::ChildObs;
-use crate::resource::{FlinkBlueGreenDeploymentSpec, ForwardRepair, Transition};
+use crate::resource::{FlinkBlueGreenDeploymentSpec, ForwardRepair, Time, Transition};
 use crate::settings::Settings;
 
 /// The Apache operator's upgrade mode that restores a job from its own latest checkpoint (its
@@ -76,10 +78,9 @@ impl Planner<'_> {
             None if !incoming.failed() => false,
             None => {
                 let record = ForwardRepair {
-                    failed_since: self.now().to_string(),
                     failed_job_id: incoming.job_id.clone(),
                     error: incoming.error.clone(),
-                    ..ForwardRepair::default()
+                    ..ForwardRepair::new(Time(self.now()))
                 };
                 let next = match settings.forward_repair {
                     Some(grace) => format!(
@@ -177,7 +178,7 @@ impl Planner<'_> {
             );
             return;
         };
-        let now = self.now().to_string();
+        let now = Time(self.now());
         let repair = self
             .transition()
             .forward_repair
@@ -261,12 +262,15 @@ impl Planner<'_> {
             );
             return true;
         }
-        let started = record.started_at.as_deref().unwrap_or_default();
+        let waited = record
+            .started_at
+            .as_ref()
+            .map_or(Duration::ZERO, |s| self.since(s));
         self.health.progressing(
             Reason::ForwardRepairing,
             format!("waiting for the Flink operator to redeploy the incoming job from its own latest checkpoint {checkpoint}"),
         );
-        if self.since(started) > settings.abort_grace {
+        if waited > settings.abort_grace {
             self.health.degraded(
                 Reason::ForwardRepairFailed,
                 format!(

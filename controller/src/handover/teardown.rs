@@ -8,7 +8,7 @@ use bluegreen_protocol::Color;
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
 use crate::conditions::Reason;
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
-use crate::resource::{Outcome, OutgoingStop, Phase};
+use crate::resource::{Outcome, OutgoingStop, Phase, Time};
 use crate::settings::Settings;
 
 /// The trigger id of attempt `attempt` to stop the outgoing job of the handover to
@@ -103,7 +103,7 @@ impl Planner<'_> {
             (Some(_), _)
                 if stop
                     .since
-                    .as_deref()
+                    .as_ref()
                     .is_some_and(|s| self.since(s) > settings.savepoint_timeout) =>
             {
                 self.stop_failed(
@@ -159,10 +159,7 @@ impl Planner<'_> {
     ) {
         let backoff =
             settings.savepoint_backoff * 2u32.saturating_pow(stop.attempts.saturating_sub(1));
-        let waited = stop
-            .since
-            .as_deref()
-            .map_or(Duration::MAX, |s| self.since(s));
+        let waited = stop.since.as_ref().map_or(Duration::MAX, |s| self.since(s));
         if stop.attempts > 0 && waited < backoff {
             self.health.progressing(
                 Reason::TeardownBackoff,
@@ -176,7 +173,7 @@ impl Planner<'_> {
         } else {
             let t = self.transition().clone();
             let trigger_id = stop_trigger_id(&t.template_hash, t.epoch, stop.attempts);
-            let now = self.now().to_string();
+            let now = Time(self.now());
             let s = &mut self.transition().stop;
             s.trigger_id = Some(trigger_id.clone());
             s.since = Some(now);
@@ -192,7 +189,7 @@ impl Planner<'_> {
     }
 
     pub(super) fn stop_failed(&mut self, settings: &Settings, reason: String) {
-        let now = self.now().to_string();
+        let now = Time(self.now());
         let s = &mut self.transition().stop;
         s.attempts += 1;
         s.trigger_id = None;

@@ -5,7 +5,12 @@ use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 use super::{Action, plan};
 use crate::fixtures::{observed, running, settings, with_child};
 use crate::observed::{ConfigMapObs, ManualAction, Observed, SavepointObs};
-use crate::resource::{Outcome, OutgoingStop, Phase, RestoreFrom, Transition};
+use crate::resource::{Outcome, OutgoingStop, Phase, RestoreFrom, Time, Transition};
+
+/// A status timestamp.
+fn time(rfc3339: &str) -> Time {
+    Time(rfc3339.parse().expect("RFC 3339"))
+}
 
 const MINUTE: i64 = 60_000;
 
@@ -67,8 +72,8 @@ fn handover(phase: Phase, toggle: Option<i64>) -> Observed {
         savepoint_trigger_id: None,
         restore_path: Some("file:///sp/1".into()),
         savepoint_attempts: 0,
-        started_at: "2026-01-01T00:00:00Z".into(),
-        phase_started_at: "2026-01-01T00:00:00Z".into(),
+        started_at: time("2026-01-01T00:00:00Z"),
+        phase_started_at: time("2026-01-01T00:00:00Z"),
         abort_reason: None,
         stop: OutgoingStop::default(),
         waiting_for_watermarks: Vec::new(),
@@ -759,7 +764,7 @@ fn stop_sent(attempts: u32, since: &str) -> OutgoingStop {
     OutgoingStop {
         trigger_id: Some(super::stop_trigger_id("h2", 1, attempts)),
         attempts,
-        since: Some(since.into()),
+        since: Some(time(since)),
         ..OutgoingStop::default()
     }
 }
@@ -1048,8 +1053,8 @@ fn an_abort_keeps_the_floor() {
         savepoint_trigger_id: None,
         restore_path: None,
         savepoint_attempts: 0,
-        started_at: "2026-01-01T00:00:00Z".into(),
-        phase_started_at: "2026-01-01T00:00:00Z".into(),
+        started_at: time("2026-01-01T00:00:00Z"),
+        phase_started_at: time("2026-01-01T00:00:00Z"),
         abort_reason: Some("IncomingFailed: test".into()),
         stop: OutgoingStop::default(),
         waiting_for_watermarks: Vec::new(),
@@ -1263,7 +1268,7 @@ fn an_incoming_job_failing_after_w_is_set_is_repaired_forward_only_after_the_gra
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     let r = repair(&p);
-    assert_eq!(r.failed_since, "2026-01-01T01:00:00Z");
+    assert_eq!(r.failed_since, time("2026-01-01T01:00:00Z"));
     assert_eq!(r.failed_job_id.as_deref(), Some("green-1"));
     assert_eq!(r.started_at, None);
     assert!(noted(&p, "IncomingFailedAfterToggle"));
@@ -1276,7 +1281,7 @@ fn an_incoming_job_failing_after_w_is_set_is_repaired_forward_only_after_the_gra
     later.status = p.status.clone();
     let p2 = plan(&later);
     assert!(p2.actions.is_empty(), "{:?}", p2.actions);
-    assert_eq!(repair(&p2).failed_since, "2026-01-01T01:00:00Z");
+    assert_eq!(repair(&p2).failed_since, time("2026-01-01T01:00:00Z"));
     assert!(
         !noted(&p2, "IncomingFailedAfterToggle"),
         "one event per failure"
@@ -1298,7 +1303,7 @@ fn an_incoming_job_failing_after_w_is_set_is_repaired_forward_only_after_the_gra
         "blue's spec, resumed from the failed job's own latest checkpoint"
     );
     let r = repair(&p3);
-    assert_eq!(r.started_at.as_deref(), Some("2026-01-01T01:02:01Z"));
+    assert_eq!(r.started_at, Some(time("2026-01-01T01:02:01Z")));
     assert_eq!(r.template_hash.as_deref(), Some("h1"));
     assert_eq!(r.restore_path.as_deref(), Some("file:///cp/green-1/chk-7"));
     assert!(!r.redeployed);
@@ -1317,9 +1322,8 @@ fn forward_repair_never_restores_the_handovers_starting_savepoint() {
     green.flink.as_mut().unwrap().checkpoints_completed = 0;
     let mut obs = toggle_set_with(green, "2026-01-01T01:10:00Z");
     obs.status.transition.as_mut().unwrap().forward_repair = Some(crate::resource::ForwardRepair {
-        failed_since: "2026-01-01T01:00:00Z".into(),
         failed_job_id: Some("green-1".into()),
-        ..crate::resource::ForwardRepair::default()
+        ..crate::resource::ForwardRepair::new(time("2026-01-01T01:00:00Z"))
     });
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
@@ -1348,8 +1352,7 @@ fn forward_repair_never_restores_the_handovers_starting_savepoint() {
 fn forward_repair_needs_the_spec_the_outgoing_job_runs() {
     let mut obs = toggle_set_with(failed_green(), "2026-01-01T01:10:00Z");
     obs.status.transition.as_mut().unwrap().forward_repair = Some(crate::resource::ForwardRepair {
-        failed_since: "2026-01-01T01:00:00Z".into(),
-        ..crate::resource::ForwardRepair::default()
+        ..crate::resource::ForwardRepair::new(time("2026-01-01T01:00:00Z"))
     });
     // Not recorded (a resource deployed before forward repair existed): wait for a person.
     let mut unrecorded = obs.clone();
@@ -1402,8 +1405,7 @@ fn forward_repair_off_waits_for_a_person() {
     let mut obs = toggle_set_with(failed_green(), "2026-01-01T05:00:00Z");
     obs.settings = settings(|s| s.coordination.forward_repair.enabled = false);
     obs.status.transition.as_mut().unwrap().forward_repair = Some(crate::resource::ForwardRepair {
-        failed_since: "2026-01-01T01:00:00Z".into(),
-        ..crate::resource::ForwardRepair::default()
+        ..crate::resource::ForwardRepair::new(time("2026-01-01T01:00:00Z"))
     });
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
@@ -1417,10 +1419,10 @@ fn forward_repair_off_waits_for_a_person() {
 fn repairing(green: crate::observed::ChildObs, now: &str, redeployed: bool) -> Observed {
     let mut obs = toggle_set_with(green, now);
     obs.status.transition.as_mut().unwrap().forward_repair = Some(crate::resource::ForwardRepair {
-        failed_since: "2026-01-01T01:00:00Z".into(),
+        failed_since: time("2026-01-01T01:00:00Z"),
         failed_job_id: Some("green-1".into()),
         error: Some("java.lang.IllegalStateException: boom".into()),
-        started_at: Some("2026-01-01T01:02:01Z".into()),
+        started_at: Some(time("2026-01-01T01:02:01Z")),
         template_hash: Some("h1".into()),
         restore_path: Some("file:///cp/green-1/chk-7".into()),
         redeployed,
@@ -1493,8 +1495,7 @@ fn a_template_change_during_the_grace_or_the_repair_is_applied_in_place_instead(
             let mut obs = toggle_set_with(failed_green(), "2026-01-01T01:01:00Z");
             obs.status.transition.as_mut().unwrap().forward_repair =
                 Some(crate::resource::ForwardRepair {
-                    failed_since: "2026-01-01T01:00:00Z".into(),
-                    ..crate::resource::ForwardRepair::default()
+                    ..crate::resource::ForwardRepair::new(time("2026-01-01T01:00:00Z"))
                 });
             obs
         };
