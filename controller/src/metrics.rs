@@ -207,7 +207,7 @@ mod tests {
 
     use super::Metrics;
     use crate::resource::{
-        FlinkBlueGreenDeploymentStatus, Outcome, Phase, Time, Transition, TransitionRecord,
+        FlinkBlueGreenDeploymentStatus, MicroTime, Outcome, Phase, Transition, TransitionRecord,
         WatermarkWait,
     };
 
@@ -226,8 +226,8 @@ mod tests {
                 savepoint_trigger_id: None,
                 restore_path: None,
                 savepoint_attempts: 0,
-                started_at: Time("2026-01-01T00:00:00Z".parse().unwrap()),
-                phase_started_at: Time("2026-01-01T00:00:00Z".parse().unwrap()),
+                started_at: MicroTime("2026-01-01T00:00:00Z".parse().unwrap()),
+                phase_started_at: MicroTime("2026-01-01T00:00:00Z".parse().unwrap()),
                 abort_reason: None,
                 stop: crate::resource::OutgoingStop::default(),
                 waiting_for_watermarks: vec![WatermarkWait {
@@ -295,8 +295,8 @@ mod tests {
             reason: None,
             past_w_by_idleness: Vec::new(),
             forward_repair: None,
-            started_at: Time("2026-01-01T00:00:00Z".parse().unwrap()),
-            finished_at: Time("2026-01-01T00:01:00Z".parse().unwrap()),
+            started_at: MicroTime("2026-01-01T00:00:00Z".parse().unwrap()),
+            finished_at: MicroTime("2026-01-01T00:01:00Z".parse().unwrap()),
             duration_seconds: 60.0,
         };
         metrics.handover_finished(&record(Outcome::Promoted));

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use bluegreen_protocol::{Color, Stage};
-pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -419,9 +419,9 @@ pub struct Transition {
     #[serde(default)]
     pub savepoint_attempts: u32,
     /// When the handover started.
-    pub started_at: Time,
+    pub started_at: MicroTime,
     /// When the current phase started.
-    pub phase_started_at: Time,
+    pub phase_started_at: MicroTime,
     /// Why the handover is being aborted, once it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_reason: Option<String>,
@@ -446,7 +446,7 @@ pub struct Transition {
 #[serde(rename_all = "camelCase")]
 pub struct ForwardRepair {
     /// When the controller first saw the incoming job FAILED; the grace runs from here.
-    pub failed_since: Time,
+    pub failed_since: MicroTime,
     /// The failed job's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_job_id: Option<String>,
@@ -455,7 +455,7 @@ pub struct ForwardRepair {
     pub error: Option<String>,
     /// When the redeploy was decided; absent while the grace runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<Time>,
+    pub started_at: Option<MicroTime>,
     /// Hash of the template the incoming child is redeployed with: the outgoing job's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_hash: Option<String>,
@@ -470,7 +470,7 @@ pub struct ForwardRepair {
 
 impl ForwardRepair {
     /// The record of an incoming job first seen FAILED at `failed_since`: nothing decided yet.
-    pub fn new(failed_since: Time) -> Self {
+    pub fn new(failed_since: MicroTime) -> Self {
         Self {
             failed_since,
             failed_job_id: None,
@@ -527,7 +527,7 @@ pub struct OutgoingStop {
     pub attempts: u32,
     /// When the current attempt started, or the last one failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub since: Option<Time>,
+    pub since: Option<MicroTime>,
     /// Why the last attempt failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -616,9 +616,9 @@ pub struct TransitionRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward_repair: Option<ForwardRepair>,
     /// Start.
-    pub started_at: Time,
+    pub started_at: MicroTime,
     /// End.
-    pub finished_at: Time,
+    pub finished_at: MicroTime,
     /// Duration in seconds.
     pub duration_seconds: f64,
 }
@@ -648,5 +648,30 @@ mod tests {
         for bad in ["yesterday", ""] {
             assert!(status(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// The phase timers (abort grace, deletion delay, forward repair grace) run from stored
+    /// timestamps: a status write and read must keep them to the millisecond, or a 2 s grace
+    /// stored as a whole second can end after 1 s.
+    #[test]
+    fn stored_timestamps_keep_their_milliseconds() {
+        let status: FlinkBlueGreenDeploymentStatus = serde_json::from_value(json!({
+            "transition": {
+                "to": "BLUE", "epoch": 0, "templateHash": "h1", "generation": 1,
+                "phase": "Deploying", "startedAt": "2026-01-01T00:00:00.250Z",
+                "phaseStartedAt": "2026-01-01T00:00:00.750Z",
+            },
+        }))
+        .expect("RFC 3339 with a fraction");
+        let written = serde_json::to_value(&status).expect("serialisable");
+        let read: FlinkBlueGreenDeploymentStatus =
+            serde_json::from_value(written.clone()).expect("reads back");
+        assert_eq!(read, status, "{written}");
+        let transition = read.transition.expect("a transition");
+        assert_eq!(
+            transition.phase_started_at.0,
+            "2026-01-01T00:00:00.750Z".parse().unwrap(),
+            "{written}"
+        );
     }
 }

@@ -6,7 +6,7 @@ use bluegreen_protocol::Color;
 use super::{ACTIVE_REQUEUE, Action, Planner, STEADY_REQUEUE};
 use crate::conditions::Reason;
 use crate::observed::{ChildObs, JobState, ManualAction};
-use crate::resource::{OutgoingStop, Phase, RestoreFrom, Time, Transition};
+use crate::resource::{MicroTime, OutgoingStop, Phase, RestoreFrom, Transition};
 use crate::settings::{Settings, ToggleRule};
 
 impl Planner<'_> {
@@ -184,7 +184,7 @@ impl Planner<'_> {
         phase: Phase,
         restore_path: Option<String>,
     ) -> Transition {
-        let now = Time(self.now());
+        let now = MicroTime(self.now());
         Transition {
             from,
             to,

@@ -3,7 +3,7 @@
 
 use super::Planner;
 use super::repair::{repaired, summary};
-use crate::resource::{Outcome, Time, TransitionRecord};
+use crate::resource::{MicroTime, Outcome, TransitionRecord};
 
 /// How many finished handovers the status keeps.
 pub const HISTORY_LEN: usize = 10;
@@ -31,7 +31,7 @@ impl Planner<'_> {
             past_w_by_idleness: t.past_w_by_idleness.clone(),
             forward_repair,
             started_at: t.started_at.clone(),
-            finished_at: Time(now),
+            finished_at: MicroTime(now),
             duration_seconds: now.duration_since(t.started_at.0).as_secs_f64(),
         };
         self.status.history.insert(0, record.clone());

@@ -17,7 +17,9 @@ use jiff::Timestamp;
 
 use crate::conditions::{self, Health, Reason};
 use crate::observed::{ConfigMapObs, ManualAction, Observed};
-use crate::resource::{FlinkBlueGreenDeploymentStatus, Phase, Time, Transition, TransitionRecord};
+use crate::resource::{
+    FlinkBlueGreenDeploymentStatus, MicroTime, Phase, Transition, TransitionRecord,
+};
 
 pub use actions::{Action, Note, Plan};
 pub use cleanup::{final_savepoint_trigger_id, plan_cleanup};
@@ -87,7 +89,7 @@ impl Planner<'_> {
     }
 
     /// The time since `then`; zero for a `then` in the future.
-    fn since(&self, then: &Time) -> Duration {
+    fn since(&self, then: &MicroTime) -> Duration {
         Duration::try_from(self.now().duration_since(then.0)).unwrap_or(Duration::ZERO)
     }
 
@@ -108,7 +110,7 @@ impl Planner<'_> {
     }
 
     fn set_phase(&mut self, phase: Phase) {
-        let now = Time(self.now());
+        let now = MicroTime(self.now());
         let t = self.transition();
         t.phase = phase;
         t.phase_started_at = now;

@@ -4,7 +4,7 @@
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
 use crate::conditions::Reason;
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
-use crate::resource::{Outcome, Phase, RestoreFrom, Time, Transition};
+use crate::resource::{MicroTime, Outcome, Phase, RestoreFrom, Transition};
 use crate::settings::{Settings, ToggleRule};
 
 impl Planner<'_> {
@@ -127,7 +127,7 @@ impl Planner<'_> {
                                 format!("retrying the savepoint after {backoff:?}"),
                             );
                         } else {
-                            let now = Time(self.now());
+                            let now = MicroTime(self.now());
                             self.transition().phase_started_at = now;
                             self.actions.push(Action::TriggerSavepoint(
                                 t.from.expect("handover has an outgoing color"),
@@ -169,7 +169,7 @@ impl Planner<'_> {
     }
 
     pub(super) fn savepoint_failed(&mut self, settings: &Settings, reason: String) {
-        let now = Time(self.now());
+        let now = MicroTime(self.now());
         let t = self.transition();
         t.savepoint_attempts += 1;
         t.savepoint_trigger_id = None;

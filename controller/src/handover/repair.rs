@@ -13,7 +13,7 @@ use bluegreen_protocol::Color;
 use super::{Action, Planner};
 use crate::conditions::Reason;
 use crate::observed::ChildObs;
-use crate::resource::{FlinkBlueGreenDeploymentSpec, ForwardRepair, Time, Transition};
+use crate::resource::{FlinkBlueGreenDeploymentSpec, ForwardRepair, MicroTime, Transition};
 use crate::settings::Settings;
 
 /// The Apache operator's upgrade mode that restores a job from its own latest checkpoint (its
@@ -80,7 +80,7 @@ impl Planner<'_> {
                 let record = ForwardRepair {
                     failed_job_id: incoming.job_id.clone(),
                     error: incoming.error.clone(),
-                    ..ForwardRepair::new(Time(self.now()))
+                    ..ForwardRepair::new(MicroTime(self.now()))
                 };
                 let next = match settings.forward_repair {
                     Some(grace) => format!(
@@ -178,7 +178,7 @@ impl Planner<'_> {
             );
             return;
         };
-        let now = Time(self.now());
+        let now = MicroTime(self.now());
         let repair = self
             .transition()
             .forward_repair

@@ -8,7 +8,7 @@ use bluegreen_protocol::Color;
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
 use crate::conditions::Reason;
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
-use crate::resource::{Outcome, OutgoingStop, Phase, Time};
+use crate::resource::{MicroTime, Outcome, OutgoingStop, Phase};
 use crate::settings::Settings;
 
 /// The trigger id of attempt `attempt` to stop the outgoing job of the handover to
@@ -173,7 +173,7 @@ impl Planner<'_> {
         } else {
             let t = self.transition().clone();
             let trigger_id = stop_trigger_id(&t.template_hash, t.epoch, stop.attempts);
-            let now = Time(self.now());
+            let now = MicroTime(self.now());
             let s = &mut self.transition().stop;
             s.trigger_id = Some(trigger_id.clone());
             s.since = Some(now);
@@ -189,7 +189,7 @@ impl Planner<'_> {
     }
 
     pub(super) fn stop_failed(&mut self, settings: &Settings, reason: String) {
-        let now = Time(self.now());
+        let now = MicroTime(self.now());
         let s = &mut self.transition().stop;
         s.attempts += 1;
         s.trigger_id = None;

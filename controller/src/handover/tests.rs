@@ -5,11 +5,11 @@ use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 use super::{Action, plan};
 use crate::fixtures::{observed, running, settings, with_child};
 use crate::observed::{ConfigMapObs, ManualAction, Observed, SavepointObs};
-use crate::resource::{Outcome, OutgoingStop, Phase, RestoreFrom, Time, Transition};
+use crate::resource::{MicroTime, Outcome, OutgoingStop, Phase, RestoreFrom, Transition};
 
 /// A status timestamp.
-fn time(rfc3339: &str) -> Time {
-    Time(rfc3339.parse().expect("RFC 3339"))
+fn time(rfc3339: &str) -> MicroTime {
+    MicroTime(rfc3339.parse().expect("RFC 3339"))
 }
 
 const MINUTE: i64 = 60_000;
