@@ -5,8 +5,8 @@ mod flink_support;
 
 use bluegreen_local_flink::ledger::{Expectation, SinkMode};
 use bluegreen_local_flink::{JobFailure, JobState};
-use bluegreen_protocol::{Color, Stage, Toggle, WatermarkStage};
-use flink_support::handover::{CM, conf, run_blue, set_w, start_green, state, wait_gates};
+use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle, WatermarkStage};
+use flink_support::handover::{CM, conf, run_blue, set_w, start_green, wait_gates};
 use flink_support::{
     WAIT, delete, deployment, dref, env, lifecycle, patch_spec, start, wait_status, write_configmap,
 };
@@ -27,7 +27,7 @@ async fn an_aborted_transition_leaves_every_record_to_blue() {
     write_configmap(
         &env.client,
         CM,
-        &state(Color::Green, Stage::Transitioning, Toggle::Proposed(w), 1),
+        &CoordinationState::new(1, Stage::Transitioning, Color::Green, Toggle::Proposed(w)),
     )
     .await;
     wait_gates(
@@ -51,7 +51,7 @@ async fn an_aborted_transition_leaves_every_record_to_blue() {
     write_configmap(
         &env.client,
         CM,
-        &state(Color::Green, Stage::Failing, Toggle::Proposed(w), 1),
+        &CoordinationState::new(1, Stage::Failing, Color::Green, Toggle::Proposed(w)),
     )
     .await;
     wait_gates(
@@ -70,7 +70,7 @@ async fn an_aborted_transition_leaves_every_record_to_blue() {
     write_configmap(
         &env.client,
         CM,
-        &state(Color::Blue, Stage::Running, Toggle::NotSet, 1),
+        &CoordinationState::new(1, Stage::Running, Color::Blue, Toggle::NotSet),
     )
     .await;
     env.flink
@@ -140,7 +140,7 @@ async fn green_failing_after_w_is_set_restarts_from_its_own_checkpoint_exactly_o
     write_configmap(
         &env.client,
         CM,
-        &state(Color::Green, Stage::ClearToTeardown, Toggle::Set(w), 1),
+        &CoordinationState::new(1, Stage::ClearToTeardown, Color::Green, Toggle::Set(w)),
     )
     .await;
     stop(&env, "orders-blue").await;
@@ -148,7 +148,7 @@ async fn green_failing_after_w_is_set_restarts_from_its_own_checkpoint_exactly_o
     write_configmap(
         &env.client,
         CM,
-        &state(Color::Green, Stage::Running, Toggle::NotSet, 1),
+        &CoordinationState::new(1, Stage::Running, Color::Green, Toggle::NotSet),
     )
     .await;
     env.flink
@@ -176,7 +176,7 @@ async fn a_hold_that_outlasts_the_hold_timeout_fails_the_job_which_restarts_and_
     write_configmap(
         &env.client,
         CM,
-        &state(Color::Blue, Stage::Transitioning, Toggle::NotSet, 1),
+        &CoordinationState::new(1, Stage::Transitioning, Color::Blue, Toggle::NotSet),
     )
     .await;
     let mut c = conf(Color::Blue);

@@ -9,7 +9,7 @@ use bluegreen_local_flink::ledger::{Expectation, LedgerReport, SinkMode};
 use bluegreen_local_flink::{JobState, SimJob};
 use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle, WatermarkStage, configmap_name};
 use flink_support::handover::{
-    BOUND_MS, CM, LATE_MAX_MS, run_blue, set_w, start_green, state, wait_gates,
+    BOUND_MS, CM, LATE_MAX_MS, run_blue, set_w, start_green, wait_gates,
 };
 use flink_support::{WAIT, delete, dref, env, lifecycle, patch_spec, wait_status, write_configmap};
 use serde_json::json;
@@ -43,7 +43,7 @@ async fn hand_over(keep_outgoing_reading: i64, gap_before_running: i64) -> Hando
         .advance(keep_outgoing_reading, 500, WAIT)
         .await
         .expect("time passes");
-    let teardown = state(Color::Green, Stage::ClearToTeardown, Toggle::Set(w), 1);
+    let teardown = CoordinationState::new(1, Stage::ClearToTeardown, Color::Green, Toggle::Set(w));
     write_configmap(&env.client, CM, &teardown).await;
     patch_spec(
         &env.client,
@@ -61,7 +61,7 @@ async fn hand_over(keep_outgoing_reading: i64, gap_before_running: i64) -> Hando
     // Step 6: the W of the handover stays in force as the floor.
     let running = CoordinationState {
         floor: Some(w),
-        ..state(Color::Green, Stage::Running, Toggle::NotSet, 1)
+        ..CoordinationState::new(1, Stage::Running, Color::Green, Toggle::NotSet)
     };
     write_configmap(&env.client, CM, &running).await;
     wait_gates(&env, &dref("orders-green"), 1, WatermarkStage::NotSet, None).await;

@@ -14,17 +14,6 @@ fn time(rfc3339: &str) -> MicroTime {
 
 const MINUTE: i64 = 60_000;
 
-fn cm(active: Color, stage: Stage, toggle: Toggle, epoch: u64) -> CoordinationState {
-    CoordinationState {
-        floor: None,
-        active,
-        deletion_delay_ms: 0,
-        stage,
-        toggle,
-        epoch,
-    }
-}
-
 fn at(obs: Observed, rfc3339: &str) -> Observed {
     Observed {
         now: rfc3339.parse().unwrap(),
@@ -48,7 +37,12 @@ fn steady_blue(hash: &str) -> Observed {
     obs.template_hash = hash.into();
     obs.status.active_color = Some(Color::Blue);
     obs.status.deployed_template_hash = Some("h1".into());
-    obs.configmap = ConfigMapObs::Valid(cm(Color::Blue, Stage::Running, Toggle::NotSet, 0));
+    obs.configmap = ConfigMapObs::Valid(CoordinationState::new(
+        0,
+        Stage::Running,
+        Color::Blue,
+        Toggle::NotSet,
+    ));
     with_child(
         obs,
         Color::Blue,
@@ -95,7 +89,12 @@ fn first_deployment_writes_initializing_then_creates_blue() {
     assert_eq!(
         p.actions,
         vec![
-            Action::WriteConfigMap(cm(Color::Blue, Stage::Initializing, Toggle::NotSet, 0)),
+            Action::WriteConfigMap(CoordinationState::new(
+                0,
+                Stage::Initializing,
+                Color::Blue,
+                Toggle::NotSet
+            )),
             Action::ApplyChild {
                 color: Color::Blue,
                 template_hash: "h1".into(),
@@ -123,16 +122,21 @@ fn first_deployment_starts_from_the_initial_savepoint() {
 fn first_deployment_completes_when_blue_runs() {
     let mut obs = observed();
     obs.status = plan(&obs).status;
-    obs.configmap = ConfigMapObs::Valid(cm(Color::Blue, Stage::Initializing, Toggle::NotSet, 0));
+    obs.configmap = ConfigMapObs::Valid(CoordinationState::new(
+        0,
+        Stage::Initializing,
+        Color::Blue,
+        Toggle::NotSet,
+    ));
     let obs = with_child(obs, Color::Blue, Some(running("h1", 0, 0, None, i64::MIN)));
     let p = plan(&obs);
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(cm(
-            Color::Blue,
+        vec![Action::WriteConfigMap(CoordinationState::new(
+            0,
             Stage::Running,
-            Toggle::NotSet,
-            0
+            Color::Blue,
+            Toggle::NotSet
         ))]
     );
     assert_eq!(p.status.active_color, Some(Color::Blue));
@@ -188,7 +192,12 @@ fn a_completed_savepoint_moves_the_configmap_before_creating_green() {
     assert_eq!(
         p.actions,
         vec![
-            Action::WriteConfigMap(cm(Color::Green, Stage::Transitioning, Toggle::NotSet, 1)),
+            Action::WriteConfigMap(CoordinationState::new(
+                1,
+                Stage::Transitioning,
+                Color::Green,
+                Toggle::NotSet
+            )),
             Action::ApplyChild {
                 color: Color::Green,
                 template_hash: "h2".into(),
@@ -301,7 +310,12 @@ fn green_not_running_within_the_grace_period_aborts_and_deletes_it() {
     assert_eq!(
         p.actions,
         vec![
-            Action::WriteConfigMap(cm(Color::Green, Stage::Failing, Toggle::NotSet, 1)),
+            Action::WriteConfigMap(CoordinationState::new(
+                1,
+                Stage::Failing,
+                Color::Green,
+                Toggle::NotSet
+            )),
             Action::DeleteChild(Color::Green),
         ]
     );
@@ -335,11 +349,11 @@ fn an_abort_completes_once_green_is_gone_and_the_template_is_not_retried() {
     let p = plan(&obs);
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(cm(
-            Color::Blue,
+        vec![Action::WriteConfigMap(CoordinationState::new(
+            1,
             Stage::Running,
-            Toggle::NotSet,
-            1
+            Color::Blue,
+            Toggle::NotSet
         ))]
     );
     assert!(p.status.transition.is_none());
@@ -348,7 +362,12 @@ fn an_abort_completes_once_green_is_gone_and_the_template_is_not_retried() {
     // Next reconcile: same template → nothing; the abort reset every per-transition field.
     let mut next = obs.clone();
     next.status = p.status.clone();
-    next.configmap = ConfigMapObs::Valid(cm(Color::Blue, Stage::Running, Toggle::NotSet, 1));
+    next.configmap = ConfigMapObs::Valid(CoordinationState::new(
+        1,
+        Stage::Running,
+        Color::Blue,
+        Toggle::NotSet,
+    ));
     let p2 = plan(&next);
     assert!(p2.actions.is_empty());
     assert_eq!(condition(&p2, "Degraded"), ("True", "HandoverAborted"));
@@ -376,11 +395,11 @@ fn green_running_proposes_w_after_the_outgoing_progress() {
     let w = 1_000 + MINUTE;
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(cm(
-            Color::Green,
+        vec![Action::WriteConfigMap(CoordinationState::new(
+            1,
             Stage::Transitioning,
-            Toggle::Proposed(w),
-            1
+            Color::Green,
+            Toggle::Proposed(w)
         ))]
     );
     assert_eq!(
@@ -424,11 +443,11 @@ fn w_is_set_only_after_every_outgoing_gate_acknowledged_it() {
     let p = plan(&acked);
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(cm(
-            Color::Green,
+        vec![Action::WriteConfigMap(CoordinationState::new(
+            1,
             Stage::Transitioning,
-            Toggle::Set(w),
-            1
+            Color::Green,
+            Toggle::Set(w)
         ))]
     );
     assert_eq!(transition(&p).phase, Phase::ToggleSet);
@@ -450,11 +469,11 @@ fn w_is_raised_when_an_outgoing_gate_already_passed_it() {
     let raised = 80_000 + MINUTE;
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(cm(
-            Color::Green,
+        vec![Action::WriteConfigMap(CoordinationState::new(
+            1,
             Stage::Transitioning,
-            Toggle::Proposed(raised),
-            1
+            Color::Green,
+            Toggle::Proposed(raised)
         ))]
     );
     assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
@@ -484,11 +503,11 @@ fn promotion_waits_for_checkpoints_and_both_watermarks() {
     let p = plan(&ready);
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(cm(
-            Color::Green,
+        vec![Action::WriteConfigMap(CoordinationState::new(
+            1,
             Stage::ClearToTeardown,
-            Toggle::Set(w),
-            1
+            Color::Green,
+            Toggle::Set(w)
         ))]
     );
     assert_eq!(p.status.active_color, Some(Color::Green));
@@ -558,11 +577,11 @@ fn a_template_change_before_w_is_set_aborts_and_starts_over() {
     assert_eq!(transition(&p).phase, Phase::Aborting);
     assert_eq!(
         p.actions[0],
-        Action::WriteConfigMap(cm(
-            Color::Green,
+        Action::WriteConfigMap(CoordinationState::new(
+            1,
             Stage::Failing,
-            Toggle::Proposed(70_000),
-            1
+            Color::Green,
+            Toggle::Proposed(70_000)
         ))
     );
     assert!(
@@ -631,11 +650,11 @@ fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
         deletion_delay_ms: 30_000,
         ..c
     };
-    obs.configmap = ConfigMapObs::Valid(delay_cm(cm(
-        Color::Green,
-        Stage::ClearToTeardown,
-        Toggle::Set(70_000),
+    obs.configmap = ConfigMapObs::Valid(delay_cm(CoordinationState::new(
         1,
+        Stage::ClearToTeardown,
+        Color::Green,
+        Toggle::Set(70_000),
     )));
     obs.status.active_color = Some(Color::Green);
     assert!(
@@ -677,7 +696,12 @@ fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
         p.actions,
         vec![Action::WriteConfigMap(CoordinationState {
             floor: Some(70_000),
-            ..delay_cm(cm(Color::Green, Stage::Running, Toggle::NotSet, 1))
+            ..delay_cm(CoordinationState::new(
+                1,
+                Stage::Running,
+                Color::Green,
+                Toggle::NotSet
+            ))
         })],
         "step 6: RUNNING with the floor at W"
     );
@@ -917,7 +941,12 @@ fn an_invalid_spec_changes_nothing_that_runs() {
 #[test]
 fn a_hand_edited_configmap_that_cannot_be_reconciled_stops_the_controller() {
     let mut obs = handover(Phase::Deploying, None);
-    obs.configmap = ConfigMapObs::Valid(cm(Color::Green, Stage::Transitioning, Toggle::Set(5), 1));
+    obs.configmap = ConfigMapObs::Valid(CoordinationState::new(
+        1,
+        Stage::Transitioning,
+        Color::Green,
+        Toggle::Set(5),
+    ));
     let p = plan(&obs);
     assert!(p.actions.is_empty());
     assert_eq!(condition(&p, "Degraded").1, "ConfigMapDiverged");
@@ -930,11 +959,11 @@ fn a_configmap_that_does_not_parse_is_rewritten() {
     let p = plan(&obs);
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(cm(
-            Color::Blue,
+        vec![Action::WriteConfigMap(CoordinationState::new(
+            0,
             Stage::Running,
-            Toggle::NotSet,
-            0
+            Color::Blue,
+            Toggle::NotSet
         ))]
     );
     assert!(p.notes.iter().any(|n| n.reason == "ConfigMapRepaired"));
@@ -972,7 +1001,7 @@ fn steady_green_with_floor(hash: &str) -> Observed {
     obs.status.floor = Some(70_000);
     obs.configmap = ConfigMapObs::Valid(CoordinationState {
         floor: Some(70_000),
-        ..cm(Color::Green, Stage::Running, Toggle::NotSet, 1)
+        ..CoordinationState::new(1, Stage::Running, Color::Green, Toggle::NotSet)
     });
     with_child(
         obs,
@@ -1008,7 +1037,7 @@ fn the_floor_is_carried_through_the_next_handover_and_w_is_proposed_above_it() {
         p.actions.first(),
         Some(&Action::WriteConfigMap(CoordinationState {
             floor: Some(70_000),
-            ..cm(Color::Blue, Stage::Transitioning, Toggle::NotSet, 2)
+            ..CoordinationState::new(2, Stage::Transitioning, Color::Blue, Toggle::NotSet)
         })),
         "step 9 carries the floor"
     );
@@ -1028,11 +1057,11 @@ fn the_floor_is_carried_through_the_next_handover_and_w_is_proposed_above_it() {
         p.actions,
         vec![Action::WriteConfigMap(CoordinationState {
             floor: Some(70_000),
-            ..cm(
-                Color::Blue,
+            ..CoordinationState::new(
+                2,
                 Stage::Transitioning,
-                Toggle::Proposed(70_001),
-                2
+                Color::Blue,
+                Toggle::Proposed(70_001)
             )
         })]
     );
@@ -1064,14 +1093,14 @@ fn an_abort_keeps_the_floor() {
     obs.status.epoch = 2;
     obs.configmap = ConfigMapObs::Valid(CoordinationState {
         floor: Some(70_000),
-        ..cm(Color::Blue, Stage::Failing, Toggle::NotSet, 2)
+        ..CoordinationState::new(2, Stage::Failing, Color::Blue, Toggle::NotSet)
     });
     let p = plan(&obs);
     assert_eq!(
         p.actions,
         vec![Action::WriteConfigMap(CoordinationState {
             floor: Some(70_000),
-            ..cm(Color::Green, Stage::Running, Toggle::NotSet, 2)
+            ..CoordinationState::new(2, Stage::Running, Color::Green, Toggle::NotSet)
         })],
         "step 8 keeps the floor"
     );
@@ -1086,7 +1115,12 @@ fn clear_floor_starts_a_new_epoch_without_a_floor_and_is_refused_during_a_handov
     assert_eq!(
         p.actions,
         vec![
-            Action::WriteConfigMap(cm(Color::Green, Stage::Running, Toggle::NotSet, 2)),
+            Action::WriteConfigMap(CoordinationState::new(
+                2,
+                Stage::Running,
+                Color::Green,
+                Toggle::NotSet
+            )),
             Action::ClearManualAction
         ],
         "step 10"
@@ -1379,7 +1413,12 @@ fn the_first_deployment_and_every_promotion_record_the_spec_they_deployed() {
     let mut obs = observed();
     obs.spec.template.spec.image = Some("example.com/orders:v7".into());
     obs.status = plan(&obs).status;
-    obs.configmap = ConfigMapObs::Valid(cm(Color::Blue, Stage::Initializing, Toggle::NotSet, 0));
+    obs.configmap = ConfigMapObs::Valid(CoordinationState::new(
+        0,
+        Stage::Initializing,
+        Color::Blue,
+        Toggle::NotSet,
+    ));
     let obs = with_child(obs, Color::Blue, Some(running("h1", 0, 0, None, i64::MIN)));
     let p = plan(&obs);
     assert_eq!(p.status.deployed_spec.as_ref(), Some(&obs.spec));

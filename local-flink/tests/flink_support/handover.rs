@@ -30,17 +30,6 @@ pub fn conf(color: Color) -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-pub fn state(active: Color, stage: Stage, toggle: Toggle, epoch: u64) -> CoordinationState {
-    CoordinationState {
-        floor: None,
-        active,
-        deletion_delay_ms: 0,
-        stage,
-        toggle,
-        epoch,
-    }
-}
-
 /// Waits until every gate of `job` reports `epoch`, `stage` and `w`.
 pub async fn wait_gates(
     env: &Env,
@@ -65,7 +54,7 @@ pub async fn wait_gates(
 
 /// Epoch 0: blue alone for five minutes.
 pub async fn run_blue(env: &Env) -> Arc<SimJob> {
-    let cm = |s: Stage| state(Color::Blue, s, Toggle::NotSet, 0);
+    let cm = |s: Stage| CoordinationState::new(0, s, Color::Blue, Toggle::NotSet);
     write_configmap(&env.client, CM, &CoordinationState::initial(Color::Blue, 0)).await;
     start(env, &deployment("orders-blue", 1, &conf(Color::Blue))).await;
     write_configmap(&env.client, CM, &cm(Stage::Running)).await;
@@ -89,7 +78,8 @@ pub async fn start_green(env: &Env, blue: &SimJob) -> Arc<SimJob> {
         SavepointOp::Completed { location } => location,
         other => panic!("savepoint failed: {other:?}"),
     };
-    let transitioning = state(Color::Green, Stage::Transitioning, Toggle::NotSet, 1);
+    let transitioning =
+        CoordinationState::new(1, Stage::Transitioning, Color::Green, Toggle::NotSet);
     write_configmap(&env.client, CM, &transitioning).await;
     wait_gates(env, &dref("orders-blue"), 1, WatermarkStage::NotSet, None).await;
     let mut green_spec = deployment("orders-green", 4, &conf(Color::Green));
@@ -109,7 +99,8 @@ pub async fn start_green(env: &Env, blue: &SimJob) -> Arc<SimJob> {
 pub async fn set_w(env: &Env, blue: &SimJob) -> i64 {
     let (blue_d, green_d) = (dref("orders-blue"), dref("orders-green"));
     let w = blue.view().job_watermark + 5_000;
-    let proposed = state(Color::Green, Stage::Transitioning, Toggle::Proposed(w), 1);
+    let proposed =
+        CoordinationState::new(1, Stage::Transitioning, Color::Green, Toggle::Proposed(w));
     write_configmap(&env.client, CM, &proposed).await;
     let confirmed = wait_gates(
         env,
@@ -135,7 +126,7 @@ pub async fn set_w(env: &Env, blue: &SimJob) -> i64 {
             .expect("time passes");
     }
     assert!(blue.view().job_watermark <= w);
-    let set = state(Color::Green, Stage::Transitioning, Toggle::Set(w), 1);
+    let set = CoordinationState::new(1, Stage::Transitioning, Color::Green, Toggle::Set(w));
     write_configmap(&env.client, CM, &set).await;
     wait_gates(env, &blue_d, 1, WatermarkStage::Set, Some(w)).await;
     wait_gates(env, &green_d, 1, WatermarkStage::Set, Some(w)).await;
