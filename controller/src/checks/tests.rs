@@ -540,7 +540,7 @@ fn the_vendored_schema_is_the_upstream_crd_spec() {
     }
     assert!(
         schema::schema() == upstream,
-        "{path} is not the spec schema of local/crds/flinkdeployments.flink.apache.org-v1.yml; \
+        "{path} is not the spec schema of local-flink/crds/flinkdeployments.flink.apache.org-v1.yml; \
          regenerate it with BLUEGREEN_BLESS=1 cargo test -p bluegreen-controller vendored_schema"
     );
 }
