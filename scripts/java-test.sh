@@ -13,6 +13,7 @@
 #   JAVA_OPTS=-Xmx768m scripts/java-test.sh
 #   JAVA_OPTS="-Xmx1g -Dbluegreen.test.hold-ms=120000" scripts/java-test.sh "hold with checkpoints"   # the 2-minute hold (default 8 s)
 #   scripts/java-test.sh --bench [RECORDS [RUNS [--object-reuse]]]   # the figures of docs/performance.md instead
+#   scripts/java-test.sh --forked-bench [PAIRS [RECORDS [ROUNDS [VARIANTS]]]]   # job throughput ratios, one JVM per run
 #   scripts/java-test.sh --jni-bench     # JNI shim vs Java gate figures (release build of bluegreen-gate-jni)
 # The JNI tests load the shim built by `cargo build -p bluegreen-gate-jni` (or BLUEGREEN_GATE_JNI_LIBRARY).
 set -euo pipefail
@@ -43,6 +44,7 @@ MAIN=io.bluegreen.gate.JniTestRunner
 JNI_PROFILE=debug
 case "${1:-}" in
   --bench) shift; MODE=bench; MAIN=io.bluegreen.gate.GateBench ;;
+  --forked-bench) shift; MODE=bench; MAIN=io.bluegreen.gate.ForkedJobBench ;;
   --jni-bench) shift; MODE=bench; MAIN=io.bluegreen.gate.JniBench; JNI_PROFILE=release ;;
   --flink2) shift; MODE=flink2 ;;
   *) if [[ -n "$ONLY_LINE" ]]; then MODE=line; elif (($# > 0)); then MODE=filtered; fi ;;

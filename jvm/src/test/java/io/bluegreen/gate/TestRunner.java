@@ -38,6 +38,7 @@ public final class TestRunner {
     public static void main(String[] args) {
         ProtocolVectorsTest.register();
         WireNamesTest.register();
+        ForkedJobBenchTest.register();
         TransitionsTest.register();
         JsonTest.register();
         GateProcessFunctionTest.register();
