@@ -34,6 +34,8 @@ pub enum Reason {
     IncomingNotRunning,
     /// The incoming job failed before W was set.
     IncomingFailed,
+    /// The incoming job has not yet run `minReady` with every task RUNNING and no restart.
+    IncomingNotReady,
     /// The outgoing job reports no gate metrics.
     NoGateMetrics,
     /// W is proposed; waiting for the outgoing gates to acknowledge it.
@@ -101,6 +103,7 @@ impl Reason {
             Self::Deploying => "Deploying",
             Self::IncomingNotRunning => "IncomingNotRunning",
             Self::IncomingFailed => "IncomingFailed",
+            Self::IncomingNotReady => "IncomingNotReady",
             Self::NoGateMetrics => "NoGateMetrics",
             Self::ConfirmingToggle => "ConfirmingToggle",
             Self::GatesNotAcknowledged => "GatesNotAcknowledged",

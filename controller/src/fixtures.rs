@@ -84,8 +84,11 @@ pub fn report(epoch: u64, stage: u8, max_passed: Option<i64>, wm: i64) -> GateRe
     }
 }
 
-/// A running child with template hash `hash` and one gate per subtask (two) reporting
-/// [`report`]`(epoch, stage, max_passed, wm)`.
+/// When the tasks of a [`running`] child's job started (Flink's clock, epoch ms).
+pub const TASKS_STARTED_AT: i64 = 1_000;
+
+/// A running child with template hash `hash`, every task RUNNING since [`TASKS_STARTED_AT`],
+/// and one gate per subtask (two) reporting [`report`]`(epoch, stage, max_passed, wm)`.
 pub fn running(hash: &str, epoch: u64, stage: u8, max_passed: Option<i64>, wm: i64) -> ChildObs {
     ChildObs {
         template_hash: Some(hash.into()),
@@ -102,6 +105,7 @@ pub fn running(hash: &str, epoch: u64, stage: u8, max_passed: Option<i64>, wm: i
             gates: Some(GateObs {
                 reports: vec![report(epoch, stage, max_passed, wm); 2],
             }),
+            tasks_started_at: Some(TASKS_STARTED_AT),
         }),
     }
 }

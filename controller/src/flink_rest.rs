@@ -77,10 +77,12 @@ impl FlinkRest {
             Some(trigger) => Some(self.savepoint_status(job_id, trigger).await?),
             None => None,
         };
-        let gates = self.gates(job_id).await?;
+        let job: JobDetails = self.get_typed(&format!("/jobs/{job_id}")).await?;
+        let gates = self.gates(job_id, &job.vertices).await?;
         Ok(FlinkObs {
             savepoint,
             gates,
+            tasks_started_at: tasks_started_at(&job.vertices),
             ..checkpoints
         })
     }
@@ -110,10 +112,9 @@ impl FlinkRest {
     /// Every gate subtask's `bluegreenGateAppliedState` line, on every vertex: gates are found by
     /// the metric's name alone (ids ending in it), whatever the operator is called and whichever
     /// vertex it is chained into. `None` when no vertex has a gate.
-    async fn gates(&self, job_id: &str) -> Result<Option<GateObs>> {
-        let job: JobDetails = self.get_typed(&format!("/jobs/{job_id}")).await?;
+    async fn gates(&self, job_id: &str, vertices: &[Vertex]) -> Result<Option<GateObs>> {
         let mut reports = Vec::new();
-        for vertex in job.vertices {
+        for vertex in vertices {
             let vid = &vertex.id;
             let listed: Vec<MetricId> = self
                 .get_typed(&format!("/jobs/{job_id}/vertices/{vid}/subtasks/metrics"))
@@ -253,6 +254,45 @@ struct JobDetails {
 struct Vertex {
     id: String,
     parallelism: u32,
+    /// The vertex's aggregate ExecutionState.
+    #[serde(default)]
+    status: Option<String>,
+    /// The earliest DEPLOYING timestamp of its subtasks' current execution attempts (-1: none):
+    /// it changes when the vertex restarts.
+    #[serde(default, rename = "start-time")]
+    start_time: Option<i64>,
+    /// Its subtasks by ExecutionState.
+    #[serde(default)]
+    tasks: Option<std::collections::BTreeMap<String, u32>>,
+}
+
+impl Vertex {
+    /// The vertex and every one of its subtasks are RUNNING (Flink's aggregate state alone is
+    /// RUNNING while some subtasks still deploy).
+    fn running(&self) -> bool {
+        self.status.as_deref() == Some("RUNNING")
+            && self.tasks.as_ref().is_none_or(|tasks| {
+                let running = tasks
+                    .iter()
+                    .find(|(state, _)| state.eq_ignore_ascii_case("RUNNING"))
+                    .map_or(0, |(_, n)| *n);
+                running >= self.parallelism
+            })
+    }
+}
+
+/// When the current attempts of the job's tasks started: the latest vertex start time, when
+/// every vertex and subtask is RUNNING; `None` otherwise.
+fn tasks_started_at(vertices: &[Vertex]) -> Option<i64> {
+    if vertices.is_empty() {
+        return None;
+    }
+    vertices
+        .iter()
+        .map(|v| v.start_time.filter(|t| *t > 0 && v.running()))
+        .collect::<Option<Vec<i64>>>()?
+        .into_iter()
+        .max()
 }
 
 /// An entry of a metric listing (`…/subtasks/metrics` without `get`).
@@ -476,8 +516,12 @@ mod tests {
                 "/jobs/{jid}",
                 get(|| async {
                     axum::Json(json!({"vertices": [
-                        {"id": "src", "name": "Source: orders -> Filter", "parallelism": 2},
-                        {"id": "sink", "name": "Count -> Sink", "parallelism": 1},
+                        {"id": "src", "name": "Source: orders -> Filter", "parallelism": 2,
+                         "status": "RUNNING", "start-time": 1_700_000_000_100_i64,
+                         "tasks": {"RUNNING": 2, "DEPLOYING": 0}},
+                        {"id": "sink", "name": "Count -> Sink", "parallelism": 1,
+                         "status": "RUNNING", "start-time": 1_700_000_000_200_i64,
+                         "tasks": {"RUNNING": 1}},
                     ]}))
                 }),
             )
@@ -542,6 +586,7 @@ mod tests {
             "a stale subtask does not acknowledge"
         );
         assert_eq!(obs.checkpoints_completed, 4);
+        assert_eq!(obs.tasks_started_at, Some(1_700_000_000_200));
         let base = fake([
             ("src", 0, leak(line(1000, 998))),
             ("src", 1, leak(line(1000, 1001))),
@@ -568,6 +613,55 @@ mod tests {
         assert!(
             err.to_string().contains("bluegreenGateAppliedState"),
             "{err}"
+        );
+    }
+
+    /// `GET /jobs/:jid` as Flink 1.20 answers it (`JobDetailsInfo`, trimmed): the tasks'
+    /// start time is known only while every vertex and every subtask is RUNNING.
+    #[test]
+    fn the_tasks_start_time_is_the_latest_vertex_start_while_every_task_runs() {
+        let started = |vertices: serde_json::Value| {
+            let job: super::JobDetails = serde_json::from_value(
+                json!({"jid": "j", "state": "RUNNING", "vertices": vertices}),
+            )
+            .expect("JobDetailsInfo");
+            super::tasks_started_at(&job.vertices)
+        };
+        let vertex = |id: &str, status: &str, start: i64, running: u32| {
+            json!({"id": id, "name": id, "maxParallelism": 128, "parallelism": 2,
+                   "status": status, "start-time": start, "end-time": -1, "duration": 5,
+                   "tasks": {"RUNNING": running, "DEPLOYING": 2 - running, "CREATED": 0}})
+        };
+        assert_eq!(
+            started(json!([
+                vertex("a", "RUNNING", 100, 2),
+                vertex("b", "RUNNING", 250, 2)
+            ])),
+            Some(250)
+        );
+        // A region failover: the job stays RUNNING, a vertex is redeploying.
+        assert_eq!(
+            started(json!([
+                vertex("a", "RUNNING", 100, 2),
+                vertex("b", "DEPLOYING", 900, 0)
+            ])),
+            None
+        );
+        // Flink's aggregate is RUNNING while one subtask still deploys.
+        assert_eq!(
+            started(json!([
+                vertex("a", "RUNNING", 100, 2),
+                vertex("b", "RUNNING", 900, 1)
+            ])),
+            None
+        );
+        // Not deployed yet (start-time -1), or no vertex.
+        assert_eq!(started(json!([vertex("a", "CREATED", -1, 0)])), None);
+        assert_eq!(started(json!([])), None);
+        // An older Flink without `tasks`: the vertex status decides.
+        assert_eq!(
+            started(json!([{"id": "a", "parallelism": 1, "status": "RUNNING", "start-time": 7}])),
+            Some(7)
         );
     }
 }

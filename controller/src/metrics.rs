@@ -237,6 +237,7 @@ mod tests {
                 }],
                 past_w_by_idleness: Vec::new(),
                 forward_repair: None,
+                incoming_ready: None,
             }),
             ..FlinkBlueGreenDeploymentStatus::default()
         }

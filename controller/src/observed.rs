@@ -124,6 +124,13 @@ pub struct FlinkObs {
     /// The `bluegreenGateAppliedState` line of every gate subtask; `None` when the job has no
     /// gate.
     pub gates: Option<GateObs>,
+    /// When the current attempts of the job's tasks started (Flink's clock, epoch ms): the latest
+    /// vertex `start-time` of `GET /jobs/:jid` when every vertex and every subtask is RUNNING;
+    /// `None` while one is not (deploying, restarting, failed over). Flink's vertex start-time
+    /// is the earliest DEPLOYING timestamp of its subtasks' current execution attempts, so a
+    /// restart of the job (global failover) or of a whole vertex (region failover) changes it,
+    /// even though the job's state stays RUNNING through a region failover.
+    pub tasks_started_at: Option<i64>,
 }
 
 impl FlinkObs {

@@ -171,6 +171,10 @@ pub struct Coordination {
     pub deployment_deletion_delay: String,
     /// How long the incoming job may take to be RUNNING before the handover is aborted.
     pub abort_grace_period: String,
+    /// How long the incoming job must have run with every task RUNNING and without a restart
+    /// before W is set (a duration such as `10s`); a restart starts the wait again. Within
+    /// `abortGracePeriod`, or the handover is aborted.
+    pub min_ready: String,
     /// Which state of the active job the incoming job starts from.
     pub restore_from: RestoreFrom,
     /// `auto`: promote once healthy; `manual`: wait for the `bluegreen.dev/action: promote`
@@ -192,6 +196,7 @@ impl Default for Coordination {
             toggle: ToggleChoice::default(),
             deployment_deletion_delay: "0s".into(),
             abort_grace_period: "10m".into(),
+            min_ready: "10s".into(),
             restore_from: RestoreFrom::Savepoint,
             promotion: Promotion::Auto,
             health: HealthRequirements::default(),
@@ -438,6 +443,22 @@ pub struct Transition {
     /// The incoming job failed for good after W was set: its forward repair.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward_repair: Option<ForwardRepair>,
+    /// Before W is set: the incoming job last seen with every task RUNNING, and since when
+    /// without a restart. W is set only once this is `coordination.minReady` old.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incoming_ready: Option<IncomingReady>,
+}
+
+/// The incoming job seen with every task RUNNING: the start time of its tasks' current attempts
+/// and since when it has been seen unchanged. A restart changes the start time (or shows a task
+/// that is not RUNNING), and the wait starts again.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IncomingReady {
+    /// The latest vertex `start-time` Flink reported (its clock, epoch milliseconds).
+    pub tasks_started_at: i64,
+    /// When the controller first saw that start time with every task RUNNING (its clock).
+    pub since: MicroTime,
 }
 
 /// The forward repair of an incoming job that failed for good after W was set. Written before

@@ -15,6 +15,8 @@ pub struct Settings {
     pub deletion_delay: Duration,
     /// `coordination.abortGracePeriod`.
     pub abort_grace: Duration,
+    /// `coordination.minReady`.
+    pub min_ready: Duration,
     /// `coordination.restoreFrom`.
     pub restore_from: RestoreFrom,
     /// `coordination.promotion`.
@@ -87,28 +89,7 @@ pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<Settings, Error> 
             ));
         }
     }
-    let toggle = match (&c.toggle.offset, c.toggle.value) {
-        (Some(_), Some(_)) => {
-            return Err(invalid(
-                "spec.coordination.toggle",
-                "set either `offset` or `value`, not both",
-            ));
-        }
-        (None, None) => {
-            return Err(invalid(
-                "spec.coordination.toggle",
-                "set `offset` (e.g. 1m) or `value` (epoch milliseconds)",
-            ));
-        }
-        (Some(offset), None) => {
-            let ms = duration("spec.coordination.toggle.offset", offset)?.as_millis();
-            ToggleRule::Offset(
-                i64::try_from(ms)
-                    .map_err(|_| invalid("spec.coordination.toggle.offset", "is too large"))?,
-            )
-        }
-        (None, Some(v)) => ToggleRule::Value(v),
-    };
+    let toggle = toggle_rule(&c.toggle)?;
     let max_lag = c
         .health
         .max_lag
@@ -132,6 +113,7 @@ pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<Settings, Error> 
             &c.deployment_deletion_delay,
         )?,
         abort_grace: duration("spec.coordination.abortGracePeriod", &c.abort_grace_period)?,
+        min_ready: duration("spec.coordination.minReady", &c.min_ready)?,
         restore_from: c.restore_from,
         promotion: c.promotion,
         min_checkpoints: c.health.min_checkpoints,
@@ -146,6 +128,27 @@ pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<Settings, Error> 
         )?)
         .filter(|_| c.forward_repair.enabled),
     })
+}
+
+/// `coordination.toggle`: exactly one of `offset` and `value`.
+fn toggle_rule(toggle: &crate::resource::ToggleChoice) -> Result<ToggleRule, Error> {
+    match (&toggle.offset, toggle.value) {
+        (Some(_), Some(_)) => Err(invalid(
+            "spec.coordination.toggle",
+            "set either `offset` or `value`, not both",
+        )),
+        (None, None) => Err(invalid(
+            "spec.coordination.toggle",
+            "set `offset` (e.g. 1m) or `value` (epoch milliseconds)",
+        )),
+        (Some(offset), None) => {
+            let ms = duration("spec.coordination.toggle.offset", offset)?.as_millis();
+            Ok(ToggleRule::Offset(i64::try_from(ms).map_err(|_| {
+                invalid("spec.coordination.toggle.offset", "is too large")
+            })?))
+        }
+        (None, Some(v)) => Ok(ToggleRule::Value(v)),
+    }
 }
 
 /// Flink's keys for how many completed checkpoints a job keeps (2.x, then 1.20).
@@ -255,6 +258,7 @@ mod tests {
     fn defaults_are_valid() {
         let s = validate(&spec("local:///job.jar")).expect("valid");
         assert_eq!(s.abort_grace, Duration::from_mins(10));
+        assert_eq!(s.min_ready, Duration::from_secs(10));
         assert_eq!(s.toggle, ToggleRule::Offset(60_000));
         assert_eq!(s.restore_from, RestoreFrom::Savepoint);
     }
@@ -272,6 +276,9 @@ mod tests {
         s = spec("local:///job.jar");
         s.coordination.abort_grace_period = "ten minutes".into();
         assert_eq!(field_of(validate(&s)), "spec.coordination.abortGracePeriod");
+        s = spec("local:///job.jar");
+        s.coordination.min_ready = "ten seconds".into();
+        assert_eq!(field_of(validate(&s)), "spec.coordination.minReady");
         s = spec("local:///job.jar");
         s.coordination.deployment_deletion_delay = "-5s".into();
         assert_eq!(

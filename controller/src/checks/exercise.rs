@@ -131,6 +131,7 @@ mod tests {
         s.coordination.savepoint.timeout = longest.into();
         s.coordination.savepoint.max_attempts = u32::MAX;
         s.coordination.abort_grace_period = longest.into();
+        s.coordination.min_ready = longest.into();
         s.coordination.deployment_deletion_delay = longest.into();
         s.coordination.toggle.offset = Some(longest.into());
         s.coordination.health.max_lag = Some(longest.into());

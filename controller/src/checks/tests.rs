@@ -103,6 +103,15 @@ fn table() -> Vec<(&'static str, &'static str, Value, Refused)> {
             },
         ),
         (
+            "minReady not a duration",
+            ok,
+            coordination(json!({"minReady": "ten seconds"})),
+            Controller {
+                field: "spec.coordination.minReady",
+                fix: "write e.g. 30s",
+            },
+        ),
+        (
             "negative lag",
             ok,
             coordination(json!({"health": {"maxLag": "-1s"}})),

@@ -204,6 +204,7 @@ impl Planner<'_> {
             waiting_for_watermarks: Vec::new(),
             past_w_by_idleness: Vec::new(),
             forward_repair: None,
+            incoming_ready: None,
         }
     }
 }

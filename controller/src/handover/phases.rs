@@ -1,10 +1,12 @@
 //! The phase machine before W is set: from the first deployment and the outgoing job's savepoint
 //! to the incoming job running and W proposed, acknowledged and set.
 
+use std::time::Duration;
+
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
 use crate::conditions::Reason;
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
-use crate::resource::{MicroTime, Outcome, Phase, RestoreFrom, Transition};
+use crate::resource::{IncomingReady, MicroTime, Outcome, Phase, RestoreFrom, Transition};
 use crate::settings::{Settings, ToggleRule};
 
 impl Planner<'_> {
@@ -262,6 +264,8 @@ impl Planner<'_> {
             );
             return;
         }
+        // The wait for `minReady` starts here and overlaps the gates' acknowledgement.
+        self.incoming_readiness(&incoming);
         let Some(gates) = outgoing.flink.as_ref().and_then(|f| f.gates.clone()) else {
             self.wait_or_abort(settings, &t, Reason::NoGateMetrics, "the outgoing job reports no bluegreen gate metrics: is a GateProcessFunction in the pipeline?");
             return;
@@ -293,9 +297,10 @@ impl Planner<'_> {
     pub(super) fn confirming_toggle(&mut self, settings: &Settings, outgoing: &ChildObs) {
         let t = self.transition().clone();
         let w = t.toggle.expect("W is proposed in ConfirmingToggle");
-        if self.incoming_unless_failed().is_none() {
+        let Some(incoming) = self.incoming_unless_failed() else {
             return;
-        }
+        };
+        let ready_for = self.incoming_readiness(&incoming);
         let acked = outgoing
             .flink
             .as_ref()
@@ -327,6 +332,22 @@ impl Planner<'_> {
                 self.health
                     .progressing(Reason::ConfirmingToggle, format!("W raised to {raised}"));
             }
+            _ if ready_for.is_none_or(|d| d < settings.min_ready) => {
+                let seen = match ready_for {
+                    Some(d) => format!("for {:.1}s", d.as_secs_f64()),
+                    None => "not now".into(),
+                };
+                self.wait_or_abort(
+                    settings,
+                    &t,
+                    Reason::IncomingNotReady,
+                    &format!(
+                        "every outgoing gate applied W = {w}; waiting for the incoming job to run \
+                         {:?} with every task RUNNING and no restart (so {seen})",
+                        settings.min_ready
+                    ),
+                );
+            }
             _ => {
                 self.set_phase(Phase::ToggleSet);
                 self.note(
@@ -340,5 +361,59 @@ impl Planner<'_> {
                 );
             }
         }
+    }
+
+    /// Follows the incoming job's readiness in `transition.incomingReady`: every task RUNNING
+    /// with the same start time since a controller time. Returns how long it has been so
+    /// (`None`: not ready now). A restart (another start time, a task or the job not RUNNING)
+    /// starts the wait again; an unanswered REST API keeps the record but is not ready.
+    pub(super) fn incoming_readiness(&mut self, incoming: &ChildObs) -> Option<Duration> {
+        let now = MicroTime(self.now());
+        let started = if incoming.running() {
+            match &incoming.flink {
+                None => {
+                    return None;
+                }
+                Some(flink) => flink.tasks_started_at,
+            }
+        } else {
+            None
+        };
+        let previous = self.transition().incoming_ready.clone();
+        let Some(started) = started else {
+            if let Some(previous) = previous {
+                self.transition().incoming_ready = None;
+                self.note(
+                    true,
+                    "IncomingRestarted",
+                    format!(
+                        "the incoming job is not running with every task RUNNING (its tasks had run since {} ms); waiting for minReady again",
+                        previous.tasks_started_at
+                    ),
+                );
+            }
+            return None;
+        };
+        let since = match previous {
+            Some(p) if p.tasks_started_at == started => p.since,
+            previous => {
+                if let Some(p) = previous {
+                    self.note(
+                        true,
+                        "IncomingRestarted",
+                        format!(
+                            "the incoming job's tasks restarted (start time {} ms, was {} ms); waiting for minReady again",
+                            started, p.tasks_started_at
+                        ),
+                    );
+                }
+                self.transition().incoming_ready = Some(IncomingReady {
+                    tasks_started_at: started,
+                    since: now.clone(),
+                });
+                now
+            }
+        };
+        Some(self.since(&since))
     }
 }

@@ -5,7 +5,9 @@ use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 use super::{Action, plan};
 use crate::fixtures::{observed, running, settings, with_child};
 use crate::observed::{ConfigMapObs, ManualAction, Observed, SavepointObs};
-use crate::resource::{MicroTime, Outcome, OutgoingStop, Phase, RestoreFrom, Transition};
+use crate::resource::{
+    IncomingReady, MicroTime, Outcome, OutgoingStop, Phase, RestoreFrom, Transition,
+};
 
 /// A status timestamp.
 fn time(rfc3339: &str) -> MicroTime {
@@ -73,6 +75,7 @@ fn handover(phase: Phase, toggle: Option<i64>) -> Observed {
         waiting_for_watermarks: Vec::new(),
         past_w_by_idleness: Vec::new(),
         forward_repair: None,
+        incoming_ready: None,
     });
     let desired = super::desired_configmap(&obs.status, &obs).expect("desired");
     obs.configmap = ConfigMapObs::Valid(desired);
@@ -435,11 +438,16 @@ fn w_is_set_only_after_every_outgoing_gate_acknowledged_it() {
         Some(running("h1", 1, 0, Some(5_000), 4_000)),
     );
     assert!(plan(&not_acked).actions.is_empty());
-    let acked = with_child(
+    let mut acked = with_child(
         not_acked,
         Color::Blue,
         Some(running("h1", 1, 1, Some(5_000), 4_000)),
     );
+    // Green has run with every task RUNNING for a minute (minReady is 10 s).
+    acked.status.transition.as_mut().unwrap().incoming_ready = Some(IncomingReady {
+        tasks_started_at: crate::fixtures::TASKS_STARTED_AT,
+        since: time("2025-12-31T23:59:00Z"),
+    });
     let p = plan(&acked);
     assert_eq!(
         p.actions,
@@ -477,6 +485,179 @@ fn w_is_raised_when_an_outgoing_gate_already_passed_it() {
         ))]
     );
     assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
+}
+
+/// Confirming W = 70 s with every blue gate acknowledging it, green's tasks RUNNING since
+/// `green_started` (`None`: one is not), the status having seen `seen` (start time, since when),
+/// observed at `now`.
+fn confirming(green_started: Option<i64>, seen: Option<(i64, &str)>, now: &str) -> Observed {
+    let mut green = running("h2", 1, 1, None, i64::MIN);
+    green.flink.as_mut().unwrap().tasks_started_at = green_started;
+    let mut obs = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(crate::fixtures::W)),
+            Color::Green,
+            Some(green),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 1, Some(5_000), 4_000)),
+    );
+    obs.status.transition.as_mut().unwrap().incoming_ready =
+        seen.map(|(tasks_started_at, since)| IncomingReady {
+            tasks_started_at,
+            since: time(since),
+        });
+    at(obs, now)
+}
+
+fn sets_w(p: &super::Plan) -> bool {
+    p.actions.iter().any(
+        |a| matches!(a, Action::WriteConfigMap(cm) if cm.toggle == Toggle::Set(crate::fixtures::W)),
+    )
+}
+
+/// The defect seen under load: a crash-looping incoming job seen RUNNING between two restarts
+/// got W set. Its tasks' start time changed since the last look (a restart, though the job is
+/// RUNNING again): W is not set, and the wait for `minReady` starts again.
+#[test]
+fn w_is_not_set_when_the_incoming_job_restarted_since_the_last_look() {
+    let started = crate::fixtures::TASKS_STARTED_AT;
+    let restarted = started + 5_000;
+    let obs = confirming(
+        Some(restarted),
+        Some((started, "2025-12-31T23:59:00Z")),
+        "2026-01-01T00:00:30Z",
+    );
+    let p = plan(&obs);
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
+    assert_eq!(
+        transition(&p).incoming_ready,
+        Some(IncomingReady {
+            tasks_started_at: restarted,
+            since: time("2026-01-01T00:00:30Z"),
+        }),
+        "the readiness timer starts again"
+    );
+    assert_eq!(condition(&p, "Progressing"), ("True", "IncomingNotReady"));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.warning && n.reason == "IncomingRestarted")
+    );
+}
+
+#[test]
+fn w_is_set_only_once_the_incoming_job_has_run_min_ready_without_a_restart() {
+    let started = Some(crate::fixtures::TASKS_STARTED_AT);
+    // First seen ready now: the wait starts.
+    let p = plan(&confirming(started, None, "2026-01-01T00:00:00Z"));
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    let ready = transition(&p).incoming_ready.clone().expect("recorded");
+    assert_eq!(ready.since, time("2026-01-01T00:00:00Z"));
+    let message = p
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(message.contains("every task RUNNING"), "{message}");
+    // 9 s later (minReady is 10 s by default): still waiting, the record unchanged.
+    let seen = Some((ready.tasks_started_at, "2026-01-01T00:00:00Z"));
+    let p = plan(&confirming(started, seen, "2026-01-01T00:00:09Z"));
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    assert_eq!(transition(&p).incoming_ready.as_ref(), Some(&ready));
+    assert_eq!(condition(&p, "Progressing").1, "IncomingNotReady");
+    // 10 s: W is set.
+    let p = plan(&confirming(started, seen, "2026-01-01T00:00:10Z"));
+    assert!(sets_w(&p), "{:?}", p.actions);
+    assert_eq!(transition(&p).phase, Phase::ToggleSet);
+    // With minReady 0 the first look with every task RUNNING is enough, but not none.
+    let mut obs = confirming(started, None, "2026-01-01T00:00:00Z");
+    obs.settings = settings(|s| s.coordination.min_ready = "0s".into());
+    assert!(sets_w(&plan(&obs)));
+    let mut obs = confirming(None, None, "2026-01-01T00:00:00Z");
+    obs.settings = settings(|s| s.coordination.min_ready = "0s".into());
+    assert!(!sets_w(&plan(&obs)));
+}
+
+#[test]
+fn an_incoming_job_with_a_task_that_is_not_running_is_not_ready() {
+    let seen = Some((crate::fixtures::TASKS_STARTED_AT, "2025-12-31T23:59:00Z"));
+    // A vertex (or a subtask of one) is not RUNNING: Flink's REST API says so although the job
+    // is RUNNING (a region failover).
+    let p = plan(&confirming(None, seen, "2026-01-01T00:00:30Z"));
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    assert_eq!(transition(&p).incoming_ready, None, "the wait starts again");
+    assert_eq!(condition(&p, "Progressing").1, "IncomingNotReady");
+    // The job itself is RESTARTING.
+    let mut obs = confirming(
+        Some(crate::fixtures::TASKS_STARTED_AT),
+        seen,
+        "2026-01-01T00:00:30Z",
+    );
+    obs.green.as_mut().unwrap().job_state = Some("RESTARTING".into());
+    obs.green.as_mut().unwrap().flink = None;
+    let p = plan(&obs);
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    assert_eq!(transition(&p).incoming_ready, None);
+    // Its REST API does not answer: nothing is known, the record is kept, W waits.
+    let mut obs = confirming(
+        Some(crate::fixtures::TASKS_STARTED_AT),
+        seen,
+        "2026-01-01T00:00:30Z",
+    );
+    obs.green.as_mut().unwrap().flink = None;
+    let p = plan(&obs);
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    assert_eq!(
+        transition(&p)
+            .incoming_ready
+            .as_ref()
+            .map(|r| r.tasks_started_at),
+        Some(crate::fixtures::TASKS_STARTED_AT)
+    );
+}
+
+#[test]
+fn an_incoming_job_that_never_stays_up_is_aborted_after_the_grace() {
+    // ConfirmingToggle started at 00:00:00; the abort grace is 10 minutes. The incoming job
+    // restarted again just now.
+    let started = crate::fixtures::TASKS_STARTED_AT;
+    let p = plan(&confirming(
+        Some(started + 600_000),
+        Some((started, "2026-01-01T00:09:58Z")),
+        "2026-01-01T00:10:01Z",
+    ));
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    assert_eq!(transition(&p).phase, Phase::Aborting);
+    assert!(
+        transition(&p)
+            .abort_reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("IncomingNotReady")),
+        "{:?}",
+        transition(&p).abort_reason
+    );
+}
+
+#[test]
+fn the_readiness_record_survives_a_status_write_and_read() {
+    let p = plan(&confirming(
+        Some(crate::fixtures::TASKS_STARTED_AT),
+        None,
+        "2026-01-01T00:00:00.250Z",
+    ));
+    let written = serde_json::to_value(&p.status).expect("serialisable");
+    assert_eq!(
+        written["transition"]["incomingReady"],
+        serde_json::json!({"tasksStartedAt": 1_000, "since": "2026-01-01T00:00:00.250000Z"}),
+        "{written}"
+    );
+    let read: crate::resource::FlinkBlueGreenDeploymentStatus =
+        serde_json::from_value(written).expect("reads back");
+    assert_eq!(read.transition, p.status.transition);
 }
 
 #[test]
@@ -1089,6 +1270,7 @@ fn an_abort_keeps_the_floor() {
         waiting_for_watermarks: Vec::new(),
         past_w_by_idleness: Vec::new(),
         forward_repair: None,
+        incoming_ready: None,
     });
     obs.status.epoch = 2;
     obs.configmap = ConfigMapObs::Valid(CoordinationState {

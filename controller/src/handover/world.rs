@@ -62,6 +62,13 @@ struct Job {
     pending: Vec<i64>,
     /// Failed for good (the restart strategy is exhausted).
     failed: bool,
+    /// When the tasks of the current attempt started (world time, ms): Flink's vertex
+    /// `start-time`, new on every restart.
+    tasks_started_at: i64,
+    /// Where the job started (the tick its restore path stands for).
+    origin: i64,
+    /// Restarts so far (a failover from the last checkpoint; the job stays RUNNING).
+    restarts: u32,
 }
 
 impl Job {
@@ -99,6 +106,11 @@ struct World {
     repair_from_starting_savepoint: bool,
     /// Fail the incoming job only once a checkpoint of its own has committed records above W.
     fail_after_commit: bool,
+    /// Restart the incoming job at random before W is set (a crash loop that settles), at most
+    /// this many times per job.
+    restarts_before_w: u32,
+    /// Overrides the uptime the oracle requires of the incoming job when W is set.
+    required_up_ms: Option<i64>,
 }
 
 impl World {
@@ -108,6 +120,7 @@ impl World {
             s.coordination.toggle.offset = Some("20ms".into());
             s.coordination.forward_repair.grace = "3s".into();
             s.coordination.health.min_checkpoints = 3;
+            s.coordination.min_ready = "4s".into();
         });
         Self {
             obs,
@@ -119,7 +132,46 @@ impl World {
             fail_incoming_of: None,
             repair_from_starting_savepoint: false,
             fail_after_commit: false,
+            restarts_before_w: 3,
+            required_up_ms: None,
         }
+    }
+
+    /// Restarts the incoming job at random while W is not set (Deploying, ConfirmingToggle), as
+    /// a region failover does: back to its last checkpoint, its open transaction discarded, new
+    /// task start times, and the job RUNNING throughout.
+    fn maybe_restart_incoming(&mut self) {
+        let Some(t) = &self.obs.status.transition else {
+            return;
+        };
+        if !matches!(t.phase, Phase::Deploying | Phase::ConfirmingToggle) || t.from.is_none() {
+            return;
+        }
+        let to = t.to;
+        let coin = self.dice.below(4) == 0;
+        let now = self.obs.now.as_millisecond();
+        let limit = self.restarts_before_w;
+        if let Some(job) = self.jobs.get_mut(&to)
+            && job.running()
+            && coin
+            && job.restarts < limit
+        {
+            let (next, max_passed) = job.checkpoint.unwrap_or((job.origin, None));
+            job.next = next;
+            job.max_passed = max_passed;
+            job.pending.clear();
+            job.restarts += 1;
+            job.tasks_started_at = now;
+        }
+    }
+
+    /// How long the incoming job must have run since its last (re)start when W is set: the
+    /// `coordination.minReady` of the world's settings, unless a test plants a defect.
+    fn min_ready_ms(&self) -> i64 {
+        self.required_up_ms.unwrap_or_else(|| {
+            let settings = self.obs.settings.as_ref().expect("valid settings");
+            i64::try_from(settings.min_ready.as_millis()).expect("small")
+        })
     }
 
     /// Makes the pending emissions of `color` visible (a checkpoint or a stop-with-savepoint).
@@ -186,6 +238,9 @@ impl World {
             }
             if job.starting > 0 || job.failed {
                 job.starting = job.starting.saturating_sub(1);
+                if job.starting == 0 && !job.failed {
+                    job.tasks_started_at = self.obs.now.as_millisecond();
+                }
                 continue;
             }
             if let Some((_, left)) = job.stop.as_mut() {
@@ -224,6 +279,7 @@ impl World {
             }
         }
         self.maybe_fail_incoming();
+        self.maybe_restart_incoming();
     }
 
     /// Commits what every job still has pending (a last checkpoint before judging).
@@ -303,6 +359,7 @@ impl World {
                             idle: false,
                         }],
                     }),
+                    tasks_started_at: Some(job.tasks_started_at),
                 })
             },
         })
@@ -357,6 +414,9 @@ impl World {
                 checkpoint: None,
                 pending: Vec::new(),
                 failed: false,
+                tasks_started_at: 0,
+                origin: start,
+                restarts: 0,
             },
         );
     }
@@ -412,6 +472,20 @@ impl World {
                 if let Some(prev) = &self.configmap {
                     check_transition(prev, next)
                         .unwrap_or_else(|e| panic!("illegal ConfigMap write: {e}"));
+                    if next.stage == Stage::Transitioning
+                        && next.toggle.stage() == WatermarkStage::Set
+                        && prev.toggle.stage() != WatermarkStage::Set
+                    {
+                        // (A job that failed for good after the decision, before a crashed
+                        // controller wrote it, is forward repaired.)
+                        let job = &self.jobs[&next.active];
+                        let up = self.obs.now.as_millisecond() - job.tasks_started_at;
+                        assert!(
+                            job.failed || (job.running() && up >= self.min_ready_ms()),
+                            "W set while the incoming job has run only {up} ms since its last (re)start (running: {})",
+                            job.running()
+                        );
+                    }
                 }
                 self.configmap = Some(*next);
             }
@@ -662,4 +736,27 @@ fn the_ledger_catches_a_w_set_without_acknowledgement() {
         world.ledger.values().any(|n| *n > 1),
         "both colors passing above W must show up as duplicates"
     );
+}
+
+#[test]
+fn the_model_catches_w_set_right_after_an_incoming_restart() {
+    // The oracle can fail: a controller without the readiness wait (minReady 0) sets W while the
+    // incoming job restarts, which the model requires to have run 4 s.
+    let caught = (0..40).any(|seed| {
+        std::panic::catch_unwind(|| {
+            let mut world = World::new(seed);
+            world.obs.settings = crate::fixtures::settings(|s| {
+                s.coordination.toggle.offset = Some("20ms".into());
+                s.coordination.min_ready = "0s".into();
+            });
+            world.required_up_ms = Some(4_000);
+            world.restarts_before_w = 100;
+            hand_over_three_times(&mut world);
+        })
+        .is_err_and(|e| {
+            e.downcast_ref::<String>()
+                .is_some_and(|m| m.starts_with("W set while the incoming job has run only"))
+        })
+    });
+    assert!(caught, "W set within 4 s of a restart must be caught");
 }
