@@ -83,6 +83,9 @@ pub struct JobView {
     pub end_time_ms: Option<i64>,
     /// Current attempt (restarts so far).
     pub attempt: u32,
+    /// Simulation time the current attempt's tasks were deployed: Flink's vertex `start-time`
+    /// (the earliest DEPLOYING timestamp of the current attempts), new on every restart.
+    pub attempt_started_ms: i64,
     /// Watermark of the `Count -> Gate -> Sink` vertex.
     pub job_watermark: i64,
     /// Every input of that vertex is idle.
@@ -388,6 +391,7 @@ pub(crate) fn start_job(
             start_time_ms: now,
             end_time_ms: None,
             attempt: 0,
+            attempt_started_ms: now,
             job_watermark: NO_WATERMARK,
             inputs_idle: false,
             source_watermarks: vec![NO_WATERMARK; settings.parallelism as usize],
@@ -629,6 +633,7 @@ impl Driver {
             v.restart_at = None;
             v.processed_to = start;
             v.attempt = attempt;
+            v.attempt_started_ms = start;
             v.gates = engine.gate_handles();
             if attempt > 0 {
                 v.restored = recovery.map(|s| (s, start));

@@ -193,6 +193,29 @@ fn task_counts(state: JobState, n: u32) -> Value {
     counts
 }
 
+/// A vertex's (or a job's) subtasks by ExecutionState, as `GET /jobs/:jid` reports them (the
+/// state names upper case, unlike the overview's `tasks`): all `n` in the state of `state`.
+fn state_counts(state: JobState, n: u32) -> Value {
+    let mut counts = json!({
+        "CREATED": 0, "SCHEDULED": 0, "DEPLOYING": 0, "RUNNING": 0, "FINISHED": 0,
+        "CANCELING": 0, "CANCELED": 0, "FAILED": 0, "RECONCILING": 0, "INITIALIZING": 0,
+    });
+    counts[vertex_status(state)] = json!(n);
+    counts
+}
+
+/// The ExecutionState of every task while the job is in `state`: a restarting job's tasks were
+/// cancelled and wait for the restart delay.
+fn vertex_status(state: JobState) -> &'static str {
+    match state {
+        JobState::Running => "RUNNING",
+        JobState::Created => "CREATED",
+        JobState::Restarting | JobState::Canceled => "CANCELED",
+        JobState::Failed => "FAILED",
+        JobState::Finished => "FINISHED",
+    }
+}
+
 fn end_and_duration(v: &JobView, now: i64) -> (i64, i64) {
     let end = v.end_time_ms.unwrap_or(-1);
     let until = v.end_time_ms.unwrap_or(now);
@@ -240,6 +263,13 @@ async fn job_details(State(s): State<Arc<Shared>>, Path(p): NsJob) -> RestResult
     let p = job.settings.parallelism;
     let records: u64 = v.positions.iter().sum();
     let out: u64 = v.counters.iter().map(|c| c.records_out).sum();
+    // Flink's vertex start-time: the earliest DEPLOYING timestamp of the current attempts of
+    // its subtasks (-1 before any was deployed); every restart deploys new attempts.
+    let attempt_start = if v.state == JobState::Created {
+        -1
+    } else {
+        v.attempt_started_ms
+    };
     let vertex = |i: u64, name: String, read: u64, write: u64| {
         json!({
             "id": vertex_id(i),
@@ -247,11 +277,11 @@ async fn job_details(State(s): State<Arc<Shared>>, Path(p): NsJob) -> RestResult
             "name": name,
             "maxParallelism": 128,
             "parallelism": p,
-            "status": v.state.as_str(),
-            "start-time": v.start_time_ms,
+            "status": vertex_status(v.state),
+            "start-time": attempt_start,
             "end-time": end,
             "duration": duration,
-            "tasks": task_counts(v.state, p),
+            "tasks": state_counts(v.state, p),
             "metrics": {
                 "read-bytes": 0, "read-bytes-complete": true, "write-bytes": 0,
                 "write-bytes-complete": true, "read-records": read, "read-records-complete": true,
@@ -289,7 +319,7 @@ async fn job_details(State(s): State<Arc<Shared>>, Path(p): NsJob) -> RestResult
         "now": now,
         "timestamps": timestamps,
         "vertices": vertices,
-        "status-counts": task_counts(v.state, 2),
+        "status-counts": state_counts(v.state, 2),
         "plan": {"jid": job.job_id, "name": job.settings.job_name, "type": "STREAMING", "nodes": nodes},
     }))
 }

@@ -277,3 +277,54 @@ async fn injected_rest_faults_return_500s_or_hang() {
         .expect("answers");
     assert_eq!(unknown.status().as_u16(), 503);
 }
+
+/// Flink's `GET /jobs/:jid` vertices: `status` (the aggregate ExecutionState), `tasks` (subtasks
+/// by state, upper case) and `start-time` (the earliest DEPLOYING timestamp of the current
+/// attempts), which a restart moves on; the controller's `minReady` wait reads them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_restart_deploys_the_vertices_again_with_a_new_start_time() {
+    let (env, base, jid) = running_blue().await;
+    let http = reqwest::Client::new();
+    let vertices = |job: &Value| job["vertices"].as_array().expect("vertices").clone();
+    let job = get(&http, &format!("{base}/jobs/{jid}")).await;
+    let before = vertices(&job);
+    assert!(
+        before
+            .iter()
+            .all(|v| v["status"] == "RUNNING" && v["tasks"]["RUNNING"] == 2),
+        "{job}"
+    );
+    let started = before[0]["start-time"].as_i64().expect("start-time");
+    assert!(started > 0, "{job}");
+
+    let d = dref("orders-blue");
+    env.flink
+        .faults()
+        .fail_job_now(&d, bluegreen_local_flink::JobFailure::Restart);
+    env.flink.settle(WAIT).await.expect("settles");
+    let restarting = get(&http, &format!("{base}/jobs/{jid}")).await;
+    assert_eq!(restarting["state"], "RESTARTING", "{restarting}");
+    assert!(
+        vertices(&restarting)
+            .iter()
+            .all(|v| v["status"] != "RUNNING" && v["tasks"]["RUNNING"] == 0),
+        "{restarting}"
+    );
+    env.flink
+        .advance(5_000, 1000, WAIT)
+        .await
+        .expect("time passes");
+    let job = get(&http, &format!("{base}/jobs/{jid}")).await;
+    assert_eq!(job["state"], "RUNNING", "{job}");
+    for v in vertices(&job) {
+        assert_eq!(v["status"], "RUNNING", "{job}");
+        assert!(
+            v["start-time"].as_i64().is_some_and(|t| t > started),
+            "start-time moves on with the restart: {job}"
+        );
+    }
+    assert_eq!(
+        env.flink.job(&d).expect("job").view().state,
+        JobState::Running
+    );
+}
