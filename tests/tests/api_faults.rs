@@ -10,11 +10,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bluegreen_controller::context::Context;
-use bluegreen_controller::leader::{LeaseConfig, run_when_leader};
 use bluegreen_controller::resource::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, Phase,
 };
+use bluegreen_e2e::{Replica, WAIT, set_image, wait_for_leader};
 use bluegreen_examples::audit::Audit;
 use bluegreen_examples::calls::{Call, ControllerCalls, Hold, Upstream, Write};
 use bluegreen_examples::reliability::{Trial, record};
@@ -23,13 +22,11 @@ use bluegreen_local_apiserver::{FaultInjector, RequestMatch, Verb};
 use bluegreen_local_flink::DeploymentRef;
 use bluegreen_protocol::{Color, configmap_name};
 use kube::Api;
-use serde_json::json;
 use tokio::sync::watch;
 
 const NAME: &str = "orders";
 /// Simulated seconds per wall-clock second.
 const SPEED: f64 = 20.0;
-const WAIT: Duration = Duration::from_mins(1);
 const WRITES: [Verb; 4] = [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete];
 
 /// A handover of several seconds, so that faults every second or so meet every phase: W a
@@ -196,12 +193,8 @@ fn report(
 }
 
 /// A stack with one controller whose calls go through a proxy that records its writes, running
-/// blue; then the handover to green with `fault` running beside it until it converges.
-async fn handover_under<F, Fut>(test: &str, row: &str, fault: F) -> anyhow::Result<()>
-where
-    F: FnOnce(FaultInjector, Api<FlinkBlueGreenDeployment>, watch::Receiver<bool>) -> Fut,
-    Fut: std::future::Future<Output = String> + Send + 'static,
-{
+/// blue steady.
+async fn proxied_on_blue() -> anyhow::Result<(LocalStack, ControllerCalls)> {
     let mut stack = stack().await?;
     let calls =
         ControllerCalls::start(stack.server.config(), &stack.flink.rest_url_template()).await?;
@@ -209,15 +202,104 @@ where
     stack.start_controller();
     stack.create(NAME, spec("v1")).await?;
     stack.wait_steady(NAME, Color::Blue, WAIT).await?;
+    Ok((stack, calls))
+}
+
+/// One row of the table: what runs beside the handover until it converges.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// Nothing: the baseline.
+    Baseline,
+    /// 409 Conflict on every write, 2 s of every 3 s.
+    Conflicts,
+    /// Bursts of 429, 500 or 503 on every request.
+    Bursts,
+    /// Every watch stream closed every second.
+    WatchesClosed,
+    /// History compacted (`410 Gone`) and watches closed every second.
+    HistoryCompacted,
+    /// The API server paused for 30 s once W is set.
+    Paused,
+}
+
+impl Fault {
+    fn row(self) -> &'static str {
+        match self {
+            Self::Baseline => "none (the baseline)",
+            Self::Conflicts => "409 Conflict on every write, 2 s of every 3 s",
+            Self::Bursts => {
+                "bursts of 429, 500 or 503 on every request, 0.3 s long, 0.7–2.9 s apart"
+            }
+            Self::WatchesClosed => "every watch stream closed every 1 s",
+            Self::HistoryCompacted => "410 Gone: history compacted and watches closed every 1 s",
+            Self::Paused => "the API server paused for 30 s once W is set",
+        }
+    }
+
+    /// Injects the fault until the handover ends (`done`); what it injected.
+    async fn inject(
+        self,
+        faults: FaultInjector,
+        fbgds: Api<FlinkBlueGreenDeployment>,
+        mut done: watch::Receiver<bool>,
+    ) -> String {
+        match self {
+            Self::Baseline => "nothing injected".to_owned(),
+            Self::Conflicts => {
+                let on = Duration::from_secs(2);
+                let n = windows(&faults, &mut done, on, &[Duration::from_secs(1)], |_| {
+                    for verb in WRITES {
+                        faults.fail_next(RequestMatch::verb(verb), u32::MAX, 409);
+                    }
+                })
+                .await;
+                format!("{n} windows")
+            }
+            Self::Bursts => {
+                // Irregular gaps: a period equal to the controller's retry interval would meet
+                // every retry in a burst, which no real storm does.
+                let gaps = [1300, 700, 2100, 1700, 900, 2900, 1100].map(Duration::from_millis);
+                let on = Duration::from_millis(300);
+                let bursts = windows(&faults, &mut done, on, &gaps, |i| {
+                    faults.fail_next(RequestMatch::any(), u32::MAX, [429, 500, 503][i % 3]);
+                })
+                .await;
+                format!("{bursts} bursts")
+            }
+            Self::WatchesClosed => {
+                let closed = every_second(&mut done, || faults.close_watches()).await;
+                format!("closed {closed} times")
+            }
+            Self::HistoryCompacted => {
+                let compacted = every_second(&mut done, || {
+                    faults.compact_history();
+                    faults.close_watches();
+                })
+                .await;
+                format!("compacted {compacted} times")
+            }
+            Self::Paused => {
+                let Some(at) = reached(&fbgds, Phase::ToggleSet).await else {
+                    return "the handover ended before the pause".to_owned();
+                };
+                faults.pause();
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                faults.resume();
+                format!("paused 30 s in {at:?}")
+            }
+        }
+    }
+}
+
+/// Runs the handover from blue to green with `fault` beside it until it converges; judges and
+/// records it.
+async fn handover_under(fault: Fault, test: &str) -> anyhow::Result<()> {
+    let row = fault.row();
+    let (stack, calls) = proxied_on_blue().await?;
     let (done_tx, done_rx) = watch::channel(false);
     let started = Instant::now();
-    stack
-        .patch_spec(
-            NAME,
-            json!({"template": {"spec": {"image": "example.com/orders:v2"}}}),
-        )
-        .await?;
-    let injected = tokio::spawn(fault(stack.server.faults(), stack.fbgds(), done_rx));
+    set_image(&stack, "v2").await?;
+    let injected = tokio::spawn(fault.inject(stack.server.faults(), stack.fbgds(), done_rx));
     let steady = steady(&stack, Color::Green).await;
     let _ = done_tx.send(true);
     let injected = injected.await?;
@@ -233,31 +315,11 @@ where
     }
     let took = started.elapsed();
     if std::env::var_os("XDEBUG").is_some() {
-        let status_writes = calls
-            .gate
-            .writes()
-            .iter()
-            .filter(|w| {
-                w.path
-                    .split('?')
-                    .next()
-                    .is_some_and(|p| p.ends_with("/status"))
-                    && w.at > started
-            })
-            .count();
-        eprintln!("{row}: {status_writes} status writes");
-        let bodies: Vec<_> = calls
-            .gate
-            .writes()
+        let status_writes = status_writes(&calls, started);
+        eprintln!("{row}: {} status writes", status_writes.len());
+        let bodies: Vec<_> = status_writes
             .into_iter()
-            .filter(|w| {
-                w.path
-                    .split('?')
-                    .next()
-                    .is_some_and(|p| p.ends_with("/status"))
-                    && w.at > started
-                    && w.status == 200
-            })
+            .filter(|w| w.status == 200)
             .map(|w| w.response["status"].clone())
             .collect();
         for pair in bodies.windows(2).skip(20).take(2) {
@@ -271,6 +333,22 @@ where
     Ok(())
 }
 
+/// The controller's status writes answered after `since`, in order.
+fn status_writes(calls: &ControllerCalls, since: Instant) -> Vec<Write> {
+    calls
+        .gate
+        .writes()
+        .into_iter()
+        .filter(|w| {
+            w.path
+                .split('?')
+                .next()
+                .is_some_and(|p| p.ends_with("/status"))
+                && w.at > since
+        })
+        .collect()
+}
+
 /// Sleeps `d` unless the handover ends first; `false` when it ended.
 async fn pause_or_done(done: &mut watch::Receiver<bool>, d: Duration) -> bool {
     let ended = tokio::select! {
@@ -280,168 +358,71 @@ async fn pause_or_done(done: &mut watch::Receiver<bool>, d: Duration) -> bool {
     !ended && !*done.borrow()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_faults_the_same_handover_is_the_baseline() -> anyhow::Result<()> {
-    handover_under(
-        "without_faults_the_same_handover_is_the_baseline",
-        "none (the baseline)",
-        |_, _, _| async { "nothing injected".to_owned() },
-    )
-    .await
+/// Until the handover ends: `inject` (the fault of window `i`, from 0), `on` long, then the
+/// faults cleared for the next of `gaps` (cycled); how many windows.
+async fn windows(
+    faults: &FaultInjector,
+    done: &mut watch::Receiver<bool>,
+    on: Duration,
+    gaps: &[Duration],
+    mut inject: impl FnMut(usize),
+) -> usize {
+    let mut windows = 0;
+    for gap in gaps.iter().cycle() {
+        inject(windows);
+        windows += 1;
+        let more = pause_or_done(done, on).await;
+        faults.clear();
+        if !more || !pause_or_done(done, *gap).await {
+            break;
+        }
+    }
+    windows
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn conflicts_on_every_write_for_a_while_only_delay_the_handover() -> anyhow::Result<()> {
-    handover_under(
-        "conflicts_on_every_write_for_a_while_only_delay_the_handover",
-        "409 Conflict on every write, 2 s of every 3 s",
-        |faults, _, mut done| async move {
-            let mut windows = 0;
-            loop {
-                for verb in WRITES {
-                    faults.fail_next(RequestMatch::verb(verb), u32::MAX, 409);
-                }
-                windows += 1;
-                let more = pause_or_done(&mut done, Duration::from_secs(2)).await;
-                faults.clear();
-                if !more || !pause_or_done(&mut done, Duration::from_secs(1)).await {
-                    break;
-                }
-            }
-            format!("{windows} windows")
-        },
-    )
-    .await
+/// Calls `act` every second until the handover ends; how many times.
+async fn every_second(done: &mut watch::Receiver<bool>, mut act: impl FnMut()) -> usize {
+    let mut times = 0;
+    while pause_or_done(done, Duration::from_secs(1)).await {
+        act();
+        times += 1;
+    }
+    times
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bursts_of_429_500_and_503_only_delay_the_handover() -> anyhow::Result<()> {
-    handover_under(
-        "bursts_of_429_500_and_503_only_delay_the_handover",
-        "bursts of 429, 500 or 503 on every request, 0.3 s long, 0.7–2.9 s apart",
-        |faults, _, mut done| async move {
-            let mut bursts = 0;
-            // Irregular gaps: a period equal to the controller's retry interval would meet every
-            // retry in a burst, which no real storm does.
-            let gaps = [1300, 700, 2100, 1700, 900, 2900, 1100];
-            for (code, gap) in [429, 500, 503]
-                .into_iter()
-                .cycle()
-                .zip(gaps.into_iter().cycle())
-            {
-                faults.fail_next(RequestMatch::any(), u32::MAX, code);
-                bursts += 1;
-                let more = pause_or_done(&mut done, Duration::from_millis(300)).await;
-                faults.clear();
-                if !more || !pause_or_done(&mut done, Duration::from_millis(gap)).await {
-                    break;
-                }
-            }
-            format!("{bursts} bursts")
-        },
-    )
-    .await
+/// One test per row: `name: fault;` runs [`handover_under`] under `fault`.
+macro_rules! rows {
+    ($($test:ident: $fault:expr;)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() -> anyhow::Result<()> {
+            handover_under($fault, stringify!($test)).await
+        }
+    )*};
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn watch_streams_closed_every_second_do_not_stall_the_handover() -> anyhow::Result<()> {
-    handover_under(
-        "watch_streams_closed_every_second_do_not_stall_the_handover",
-        "every watch stream closed every 1 s",
-        |faults, _, mut done| async move {
-            let mut closed = 0;
-            while pause_or_done(&mut done, Duration::from_secs(1)).await {
-                faults.close_watches();
-                closed += 1;
-            }
-            format!("closed {closed} times")
-        },
-    )
-    .await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn compacted_history_410_gone_makes_watchers_relist_and_the_handover_goes_on()
--> anyhow::Result<()> {
-    handover_under(
-        "compacted_history_410_gone_makes_watchers_relist_and_the_handover_goes_on",
-        "410 Gone: history compacted and watches closed every 1 s",
-        |faults, _, mut done| async move {
-            let mut compacted = 0;
-            while pause_or_done(&mut done, Duration::from_secs(1)).await {
-                faults.compact_history();
-                faults.close_watches();
-                compacted += 1;
-            }
-            format!("compacted {compacted} times")
-        },
-    )
-    .await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_api_server_paused_for_30_seconds_makes_the_handover_wait() -> anyhow::Result<()> {
-    handover_under(
-        "the_api_server_paused_for_30_seconds_makes_the_handover_wait",
-        "the API server paused for 30 s once W is set",
-        |faults, fbgds, _| async move {
-            let Some(at) = reached(&fbgds, Phase::ToggleSet).await else {
-                return "the handover ended before the pause".to_owned();
-            };
-            faults.pause();
-            tokio::time::sleep(Duration::from_secs(30)).await;
-            faults.resume();
-            format!("paused 30 s in {at:?}")
-        },
-    )
-    .await
+rows! {
+    without_faults_the_same_handover_is_the_baseline: Fault::Baseline;
+    conflicts_on_every_write_for_a_while_only_delay_the_handover: Fault::Conflicts;
+    bursts_of_429_500_and_503_only_delay_the_handover: Fault::Bursts;
+    watch_streams_closed_every_second_do_not_stall_the_handover: Fault::WatchesClosed;
+    compacted_history_410_gone_makes_watchers_relist_and_the_handover_goes_on: Fault::HistoryCompacted;
+    the_api_server_paused_for_30_seconds_makes_the_handover_wait: Fault::Paused;
 }
 
 /// A replica with leader election whose calls go through its own proxies.
-struct Replica {
+struct Proxied {
     calls: ControllerCalls,
-    ctx: Arc<Context>,
-    identity: String,
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
+    replica: Replica,
 }
 
-async fn replica(stack: &LocalStack, identity: &str) -> anyhow::Result<Replica> {
+async fn replica(stack: &LocalStack, identity: &str) -> anyhow::Result<Proxied> {
     let calls =
         ControllerCalls::start(stack.server.config(), &stack.flink.rest_url_template()).await?;
     let ctx = Arc::new(calls.context(identity)?);
-    let (stop, stopped) = watch::channel(false);
-    let lease = LeaseConfig {
-        namespace: NAMESPACE.into(),
-        name: "bluegreen-controller".into(),
-        identity: identity.into(),
-        duration_seconds: 2,
-        grace_seconds: 1,
-    };
-    let task = tokio::spawn({
-        let ctx = Arc::clone(&ctx);
-        async move {
-            let _ = run_when_leader(ctx, Some(NAMESPACE.into()), lease, stopped).await;
-        }
-    });
-    Ok(Replica {
+    Ok(Proxied {
         calls,
-        ctx,
-        identity: identity.to_owned(),
-        stop,
-        task,
+        replica: Replica::start(ctx, identity),
     })
-}
-
-impl Replica {
-    fn leads(&self) -> bool {
-        self.ctx
-            .metrics
-            .leader
-            .with_label_values(&[self.identity.as_str()])
-            .get()
-            == 1
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -449,12 +430,11 @@ async fn a_leader_failover_mid_handover_fences_the_old_leaders_late_writes() -> 
     let stack = stack().await?;
     let a = replica(&stack, "replica-a").await?;
     let b = replica(&stack, "replica-b").await?;
-    let deadline = Instant::now() + WAIT;
-    while !(a.leads() || b.leads()) {
-        anyhow::ensure!(Instant::now() < deadline, "nobody became leader");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let (old, new) = if a.leads() { (a, b) } else { (b, a) };
+    let (old, new) = if wait_for_leader(&[&a.replica, &b.replica]).await? == 0 {
+        (a, b)
+    } else {
+        (b, a)
+    };
     stack.create(NAME, spec("v1")).await?;
     stack.wait_steady(NAME, Color::Blue, WAIT).await?;
     // The leader freezes at its first Flink REST write of the handover (the savepoint trigger):
@@ -464,12 +444,7 @@ async fn a_leader_failover_mid_handover_fences_the_old_leaders_late_writes() -> 
         c.upstream == Upstream::FlinkRest && c.is_write()
     })));
     let started = Instant::now();
-    stack
-        .patch_spec(
-            NAME,
-            json!({"template": {"spec": {"image": "example.com/orders:v2"}}}),
-        )
-        .await?;
+    set_image(&stack, "v2").await?;
     let frozen = old
         .calls
         .gate
@@ -478,7 +453,7 @@ async fn a_leader_failover_mid_handover_fences_the_old_leaders_late_writes() -> 
         .ok_or_else(|| anyhow::anyhow!("the leader made no Flink write"))?;
     let before_freeze = old.calls.gate.write_count();
     let deadline = Instant::now() + WAIT;
-    while !new.leads() {
+    while !new.replica.leads() {
         anyhow::ensure!(Instant::now() < deadline, "the standby did not take over");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -487,8 +462,7 @@ async fn a_leader_failover_mid_handover_fences_the_old_leaders_late_writes() -> 
     old.calls.gate.release();
     steady(&stack, Color::Green).await?;
     let took = started.elapsed();
-    let _ = old.stop.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(10), old.task).await;
+    old.replica.shut_down().await;
     // Its writes after it woke up, counted by what they were and how the server answered.
     let mut late: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for w in old.calls.gate.writes_since(before_freeze) {
@@ -541,8 +515,7 @@ async fn a_leader_failover_mid_handover_fences_the_old_leaders_late_writes() -> 
         &verdict,
         "a_leader_failover_mid_handover_fences_the_old_leaders_late_writes",
     )?;
-    let _ = new.stop.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(10), new.task).await;
+    new.replica.shut_down().await;
     stack.shutdown().await;
     Ok(())
 }

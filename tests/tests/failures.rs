@@ -3,15 +3,14 @@
 use std::time::{Duration, Instant};
 
 use bluegreen_controller::resource::{FlinkBlueGreenDeployment, Phase};
+use bluegreen_e2e::{WAIT, running_blue, set_image};
 use bluegreen_examples::reliability::{Trial, record};
-use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
+use bluegreen_examples::{LocalStack, NAMESPACE};
 use bluegreen_local_flink::{DeploymentRef, JobFailure, JobState, RestFault};
 use bluegreen_protocol::Color;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
-
-const WAIT: Duration = Duration::from_mins(1);
 
 fn d(name: &str) -> DeploymentRef {
     DeploymentRef::new(NAMESPACE, name)
@@ -23,26 +22,6 @@ fn condition(f: &FlinkBlueGreenDeployment, type_: &str) -> (String, String) {
         .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
         .map(|c| (c.status.clone(), c.reason.clone()))
         .unwrap_or_default()
-}
-
-async fn running_blue() -> anyhow::Result<LocalStack> {
-    let mut stack = LocalStack::start(StackOptions::default()).await?;
-    stack.start_controller();
-    let mut spec = orders_job("v1", 2);
-    spec.coordination.abort_grace_period = "3s".into();
-    spec.coordination.savepoint.backoff = "100ms".into();
-    stack.create("orders", spec).await?;
-    stack.wait_steady("orders", Color::Blue, WAIT).await?;
-    Ok(stack)
-}
-
-async fn set_image(stack: &LocalStack, version: &str) -> anyhow::Result<()> {
-    stack
-        .patch_spec(
-            "orders",
-            json!({"template": {"spec": {"image": format!("example.com/orders:{version}")}}}),
-        )
-        .await
 }
 
 /// Records a row of the "Flink faults" table with the ledger's figures and the time since `started`.

@@ -6,13 +6,12 @@
 use std::time::{Duration, Instant};
 
 use bluegreen_controller::resource::Phase;
+use bluegreen_e2e::{WAIT, running_blue, set_image};
 use bluegreen_examples::reliability::{Trial, record};
-use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions, orders_job};
+use bluegreen_examples::{LocalStack, NAMESPACE};
 use bluegreen_local_flink::{DeploymentRef, JobFailure, RestFault};
 use bluegreen_protocol::Color;
 use serde_json::json;
-
-const WAIT: Duration = Duration::from_mins(1);
 
 /// How long (wall clock) a REST endpoint stays broken: 3 s, a minute of simulated time.
 const BROKEN: Duration = Duration::from_secs(3);
@@ -53,26 +52,6 @@ impl Fault {
             ),
         }
     }
-}
-
-async fn running_blue() -> anyhow::Result<LocalStack> {
-    let mut stack = LocalStack::start(StackOptions::default()).await?;
-    stack.start_controller();
-    let mut spec = orders_job("v1", 2);
-    spec.coordination.abort_grace_period = "3s".into();
-    spec.coordination.savepoint.backoff = "100ms".into();
-    stack.create("orders", spec).await?;
-    stack.wait_steady("orders", Color::Blue, WAIT).await?;
-    Ok(stack)
-}
-
-async fn set_image(stack: &LocalStack, version: &str) -> anyhow::Result<()> {
-    stack
-        .patch_spec(
-            "orders",
-            json!({"template": {"spec": {"image": format!("example.com/orders:{version}")}}}),
-        )
-        .await
 }
 
 /// Runs one handover under `fault`; asserts it completes on green with every record exactly
