@@ -2,7 +2,7 @@
 //! environment on the main container, and the `bluegreen-sidecar` container in the TaskManager
 //! pod template (docs/operations.md, "Sidecar injection and gate RBAC").
 //!
-//! The pod templates are read into a partial model ([`PodTemplate`]): the controller types only
+//! The pod templates are read into a partial model (`PodTemplate`): the controller types only
 //! what it changes (container names, the main container's `env`) and keeps every other field as
 //! written. Reading a user's template into k8s-openapi's `PodTemplateSpec` would silently drop the
 //! fields that version of the types does not know.

@@ -1,6 +1,6 @@
 //! The JNI entry points of `io.bluegreen.gate.JniNative` (all `static native`).
 //!
-//! Every entry runs its body through [`guarded`]: an error or a panic becomes a Java exception
+//! Every entry runs its body through `guarded`: an error or a panic becomes a Java exception
 //! (`IllegalArgumentException` for bad arguments, `IllegalStateException` for closed handles,
 //! `RuntimeException` otherwise) and the entry returns a neutral value, which Java never sees
 //! because the exception is pending. No panic unwinds into the JVM.

@@ -25,12 +25,12 @@ const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 pub struct UserInfo {
     /// User name, e.g. `system:serviceaccount:flink-jobs:flink`.
     pub name: String,
-    /// Groups, [`AUTHENTICATED`] included.
+    /// Groups, `system:authenticated` included.
     pub groups: Vec<String>,
 }
 
 impl UserInfo {
-    /// A user named `name` in `groups` and [`AUTHENTICATED`].
+    /// A user named `name` in `groups` and `system:authenticated`.
     pub fn user(name: &str, groups: &[&str]) -> Self {
         let mut all: Vec<String> = groups.iter().map(|g| (*g).to_owned()).collect();
         if !all.iter().any(|g| g == AUTHENTICATED) {
@@ -44,7 +44,7 @@ impl UserInfo {
 
     /// Service account `namespace/name`: user `system:serviceaccount:<namespace>:<name>` in
     /// groups `system:serviceaccounts`, `system:serviceaccounts:<namespace>` and
-    /// [`AUTHENTICATED`].
+    /// `system:authenticated`.
     pub fn service_account(namespace: &str, name: &str) -> Self {
         Self {
             name: Self::service_account_name(namespace, name),
@@ -61,7 +61,7 @@ impl UserInfo {
         format!("{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}")
     }
 
-    /// Whether the user is a member of [`MASTERS`].
+    /// Whether the user is a member of `system:masters`.
     pub fn is_superuser(&self) -> bool {
         self.groups.iter().any(|g| g == MASTERS)
     }

@@ -1,5 +1,5 @@
 //! Checks of a `FlinkBlueGreenDeployment` beyond its coordination settings
-//! ([`settings::validate`](crate::settings::validate)): its name, from which the children's
+//! ([`settings::validate`]): its name, from which the children's
 //! names and Flink's cluster ids derive, and its template, by the upstream `FlinkDeployment`
 //! schema ([`schema`]). Pure, like `settings`: a refused resource changes nothing that runs
 //! (the plan reports `Degraded/InvalidSpec` and a Warning event naming the field).
