@@ -721,3 +721,100 @@ async fn a_failed_job_a_failed_savepoint_and_a_dead_jvm_are_reported() {
         "the sidecar went with it"
     );
 }
+
+/// One look at `GET /jobs/:jid`: the job's state, and the vertices' latest `start-time` when
+/// every vertex and every subtask is RUNNING.
+fn tasks_started(job: &Value) -> (String, Option<i64>) {
+    let state = job["state"].as_str().unwrap_or_default().to_owned();
+    let vertices = job["vertices"].as_array().cloned().unwrap_or_default();
+    let all_running = !vertices.is_empty()
+        && vertices.iter().all(|v| {
+            v["status"] == "RUNNING" && v["tasks"]["RUNNING"].as_u64() == v["parallelism"].as_u64()
+        });
+    let started = vertices
+        .iter()
+        .filter_map(|v| v["start-time"].as_i64())
+        .max()
+        .filter(|_| all_running);
+    (state, started)
+}
+
+/// The Flink fact `coordination.minReady` rests on, on real Flink 1.20: a job that fails and
+/// restarts (a crash loop: without a checkpoint it starts from 0 and throws at number 300, about
+/// 3 s in, on every attempt) redeploys its tasks, and each vertex's `start-time` in
+/// `GET /jobs/:jid` (the earliest DEPLOYING timestamp of its subtasks' current attempts) moves on
+/// with every attempt. The job's own state is no witness: it is RUNNING in every attempt (and,
+/// with region failover, stays RUNNING when only part of the job restarts); between attempts this
+/// one-region job shows RESTARTING for about the restart delay, which a look every 500 ms can
+/// miss.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_restart_moves_the_vertices_start_time_on_while_the_job_may_stay_running() {
+    let Some(f) = fixture().await else { return };
+    f.create(&deployment_with(
+        "flapper",
+        &json!({"args": ["--rate", "100", "--fail-at", "300", "--checkpoint-ms", "600000"]}),
+        &json!({
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": "2",
+            "restart-strategy.fixed-delay.delay": "1s",
+        }),
+    ))
+    .await;
+    let status = f
+        .wait_status("flapper", START, |s| s.job_status.job_id.is_some())
+        .await;
+    let jid = status.job_status.job_id.expect("a job id");
+    let url = format!("{}/jobs/{jid}", f.flink.rest_url(&Fixture::d("flapper")));
+    // Every look at the job until it has failed for good: (job state, tasks' start time).
+    let mut looks: Vec<(String, Option<i64>)> = Vec::new();
+    let deadline = Instant::now() + START;
+    while Instant::now() < deadline {
+        let (code, job) = f.get(&url).await;
+        if code == 200 {
+            let look = tasks_started(&job);
+            if looks.last() != Some(&look) {
+                eprintln!("job {} tasks started at {:?}", look.0, look.1);
+                looks.push(look);
+            }
+            if job["state"] == "FAILED" {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(
+        looks.last().map(|l| l.0.as_str()),
+        Some("FAILED"),
+        "the job fails for good after its restarts: {looks:?}"
+    );
+    let starts: Vec<i64> = looks.iter().filter_map(|l| l.1).collect();
+    let mut distinct = starts.clone();
+    distinct.dedup();
+    assert!(
+        distinct.len() >= 2,
+        "every task RUNNING in at least two attempts: {looks:?}"
+    );
+    assert!(
+        distinct.windows(2).all(|w| w[0] < w[1]),
+        "the start time moves on with every restart: {looks:?}"
+    );
+    assert!(
+        looks
+            .iter()
+            .filter(|l| l.1.is_some())
+            .all(|l| l.0 == "RUNNING"),
+        "the job is RUNNING in every attempt: only the start time tells them apart: {looks:?}"
+    );
+    let job_states: Vec<&str> = looks.iter().map(|l| l.0.as_str()).collect();
+    eprintln!(
+        "job states seen across {} attempts: {job_states:?}",
+        distinct.len()
+    );
+    assert!(
+        job_states.iter().all(|s| matches!(
+            *s,
+            "CREATED" | "INITIALIZING" | "RUNNING" | "RESTARTING" | "FAILING" | "FAILED"
+        )),
+        "{job_states:?}"
+    );
+}
