@@ -68,6 +68,7 @@ pub fn orders_job(version: &str, parallelism: i32) -> FlinkBlueGreenDeploymentSp
             },
             deployment_deletion_delay: "1s".into(),
             abort_grace_period: "30s".into(),
+            min_ready: "1s".into(),
             ..Coordination::default()
         },
         sidecar: bluegreen_controller::resource::SidecarInjection::default(),

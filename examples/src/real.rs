@@ -199,6 +199,7 @@ impl ExampleJob {
                 },
                 deployment_deletion_delay: "0s".into(),
                 abort_grace_period: "2m".into(),
+                min_ready: "2s".into(),
                 health: HealthRequirements {
                     min_checkpoints: 0,
                     max_lag: None,
