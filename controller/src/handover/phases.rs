@@ -334,8 +334,8 @@ impl Planner<'_> {
             }
             _ if ready_for.is_none_or(|d| d < settings.min_ready) => {
                 let seen = match ready_for {
-                    Some(d) => format!("for {:.1}s", d.as_secs_f64()),
-                    None => "not now".into(),
+                    Some(d) => format!("{:.1}s", d.as_secs_f64()),
+                    None => "not RUNNING with every task now".into(),
                 };
                 self.wait_or_abort(
                     settings,
@@ -343,7 +343,7 @@ impl Planner<'_> {
                     Reason::IncomingNotReady,
                     &format!(
                         "every outgoing gate applied W = {w}; waiting for the incoming job to run \
-                         {:?} with every task RUNNING and no restart (so {seen})",
+                         {:?} with every task RUNNING and no restart (so far: {seen})",
                         settings.min_ready
                     ),
                 );
