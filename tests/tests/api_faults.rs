@@ -2,7 +2,8 @@
 //! server's fault injection: conflicts on every write for a while, bursts of 429/500/503, watch
 //! streams closed every few seconds, `410 Gone` (compacted history), the API server paused for
 //! 30 s (wall clock; the simulated clock runs at `SPEED`), and a leader failover between two
-//! replicas whose old leader wakes up with a write in flight. Each handover completes (or waits,
+//! replicas whose old leader wakes up with a write in flight, and 409 Conflict on the status write
+//! that finishes the handover (counted once in the metrics). Each handover completes (or waits,
 //! then completes), nothing is done twice (every ConfigMap step legal, one savepoint, one stop,
 //! the incoming child created once with one restore path, no epoch twice in the history) and the
 //! ledger counts 0 duplicates / 0 losses. Every row prints a line for docs/reliability.md.
@@ -516,6 +517,96 @@ async fn a_leader_failover_mid_handover_fences_the_old_leaders_late_writes() -> 
         "a_leader_failover_mid_handover_fences_the_old_leaders_late_writes",
     )?;
     new.replica.shut_down().await;
+    stack.shutdown().await;
+    Ok(())
+}
+
+/// Whether `w`'s request wrote a status with no handover in progress: the write that finishes
+/// the handover (its record at the head of the history).
+fn finishes_the_handover(w: &Write) -> bool {
+    w.request
+        .pointer("/status/transition")
+        .is_none_or(serde_json::Value::is_null)
+        && w.request.pointer("/status/history/0/outcome") == Some(&"Promoted".into())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_status_write_that_finishes_the_handover_is_counted_once() -> anyhow::Result<()> {
+    const REFUSALS: u32 = 2;
+    let (stack, calls) = proxied_on_blue().await?;
+    let ctx = Arc::clone(&stack.ctx);
+    let metrics = &ctx.metrics;
+    let promoted = || metrics.handovers.with_label_values(&["Promoted"]).get();
+    let (promoted_before, timed_before) =
+        (promoted(), metrics.handover_duration.get_sample_count());
+    // The controller deletes the outgoing child after it wrote the status that says so; once
+    // the child is gone, its next status write finishes the handover. Hold it at that deletion,
+    // make the API server refuse the next status writes with 409, and let it go on.
+    let outgoing = format!("/flinkdeployments/{NAME}-blue");
+    calls.gate.count(Hold::From(Arc::new(move |c: &Call| {
+        c.upstream == Upstream::Kubernetes
+            && c.method == "DELETE"
+            && c.path
+                .split('?')
+                .next()
+                .is_some_and(|p| p.ends_with(&outgoing))
+    })));
+    let started = Instant::now();
+    set_image(&stack, "v2").await?;
+    calls
+        .gate
+        .wait_held(WAIT)
+        .await
+        .ok_or_else(|| anyhow::anyhow!("the controller did not delete the outgoing child"))?;
+    anyhow::ensure!(
+        promoted() == promoted_before,
+        "counted before the handover finished"
+    );
+    let status_write = RequestMatch::verb(Verb::Update)
+        .resource("flinkbluegreendeployments")
+        .name(NAME)
+        .subresource("status");
+    stack.server.faults().fail_next(status_write, REFUSALS, 409);
+    let released = Instant::now();
+    calls.gate.release();
+    steady(&stack, Color::Green).await?;
+    let took = started.elapsed();
+    stack.server.faults().clear();
+    // The status writes after the release: the finishing one refused REFUSALS times, then
+    // written. (Before the hold, a status write may have met the test's own spec change: a 409
+    // of its own.)
+    let writes = status_writes(&calls, released);
+    let refusals = usize::try_from(REFUSALS)?;
+    let finishing: Vec<(u16, bool)> = writes
+        .iter()
+        .take(refusals + 1)
+        .map(|w| (w.status, finishes_the_handover(w)))
+        .collect();
+    let mut expected = vec![(409, true); refusals];
+    expected.push((200, true));
+    anyhow::ensure!(
+        finishing == expected,
+        "the status writes after the release (status, whether it finishes the handover): \
+         {finishing:?}, not {expected:?}"
+    );
+    let (counted, timed) = (
+        promoted() - promoted_before,
+        metrics.handover_duration.get_sample_count() - timed_before,
+    );
+    anyhow::ensure!(
+        (counted, timed) == (1, 1),
+        "bluegreen_controller_handovers_total{{outcome=\"Promoted\"}} went up by {counted} and \
+         bluegreen_controller_handover_duration_seconds counted {timed} for one handover whose \
+         finishing status write was refused {REFUSALS} times"
+    );
+    let verdict = judge(&stack, calls.gate.writes()).await?;
+    report(
+        "409 Conflict on the status write that finishes the handover",
+        &format!("refused {REFUSALS} times, then written; counted once in the handover metrics"),
+        took,
+        &verdict,
+        "a_refused_status_write_that_finishes_the_handover_is_counted_once",
+    )?;
     stack.shutdown().await;
     Ok(())
 }
