@@ -79,12 +79,35 @@ impl FlinkRest {
         };
         let job: JobDetails = self.get_typed(&format!("/jobs/{job_id}")).await?;
         let gates = self.gates(job_id, &job.vertices).await?;
+        let tasks_started_at = self.tasks_started_at(job_id, &job.vertices).await?;
         Ok(FlinkObs {
             savepoint,
             gates,
-            tasks_started_at: tasks_started_at(&job.vertices),
+            tasks_started_at,
             ..checkpoints
         })
+    }
+
+    /// When the current attempts of the job's tasks started: the latest start-time of any
+    /// subtask's current attempt (`GET /jobs/:jid/vertices/:vid`), when every vertex and every
+    /// subtask is RUNNING; `None` otherwise. Per subtask, because a region failover restarts only
+    /// the subtasks of the failed region: the vertex's own start-time is the earliest of its
+    /// subtasks' and stays put when others keep running.
+    async fn tasks_started_at(&self, job_id: &str, vertices: &[Vertex]) -> Result<Option<i64>> {
+        if vertices.is_empty() || !vertices.iter().all(Vertex::running) {
+            return Ok(None);
+        }
+        let mut latest = i64::MIN;
+        for vertex in vertices {
+            let details: VertexDetails = self
+                .get_typed(&format!("/jobs/{job_id}/vertices/{}", vertex.id))
+                .await?;
+            match latest_start(&details.subtasks) {
+                Some(t) => latest = latest.max(t),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(latest))
     }
 
     /// The completed checkpoints of `job_id` and the latest one's path (only those fields are
@@ -257,10 +280,6 @@ struct Vertex {
     /// The vertex's aggregate ExecutionState.
     #[serde(default)]
     status: Option<String>,
-    /// The earliest DEPLOYING timestamp of its subtasks' current execution attempts (-1: none):
-    /// it changes when the vertex restarts.
-    #[serde(default, rename = "start-time")]
-    start_time: Option<i64>,
     /// Its subtasks by ExecutionState.
     #[serde(default)]
     tasks: Option<std::collections::BTreeMap<String, u32>>,
@@ -281,15 +300,31 @@ impl Vertex {
     }
 }
 
-/// When the current attempts of the job's tasks started: the latest vertex start time, when
-/// every vertex and subtask is RUNNING; `None` otherwise.
-fn tasks_started_at(vertices: &[Vertex]) -> Option<i64> {
-    if vertices.is_empty() {
+/// `GET /jobs/:jid/vertices/:vid` (JobVertexDetailsInfo), as far as the controller reads it.
+#[derive(Deserialize)]
+struct VertexDetails {
+    subtasks: Vec<SubtaskAttempt>,
+}
+
+/// One subtask's current execution attempt.
+#[derive(Deserialize)]
+struct SubtaskAttempt {
+    /// Its ExecutionState.
+    status: String,
+    /// Its DEPLOYING timestamp (-1: not deployed): every restart of the subtask is a new attempt
+    /// with a later one.
+    #[serde(rename = "start-time")]
+    start_time: i64,
+}
+
+/// The latest start-time of `subtasks` when every one is RUNNING; `None` otherwise.
+fn latest_start(subtasks: &[SubtaskAttempt]) -> Option<i64> {
+    if subtasks.is_empty() {
         return None;
     }
-    vertices
+    subtasks
         .iter()
-        .map(|v| v.start_time.filter(|t| *t > 0 && v.running()))
+        .map(|s| (s.status == "RUNNING" && s.start_time > 0).then_some(s.start_time))
         .collect::<Option<Vec<i64>>>()?
         .into_iter()
         .max()
@@ -526,6 +561,24 @@ mod tests {
                 }),
             )
             .route(
+                // Subtask 1 of the source was restarted alone (a region failover): its attempt
+                // started last, while the vertex's start-time (the earliest) stays put.
+                "/jobs/{jid}/vertices/{vid}",
+                get(|Path((_, vid)): Path<(String, String)>| async move {
+                    let starts: &[i64] = if vid == "src" {
+                        &[1_700_000_000_100, 1_700_000_000_300]
+                    } else {
+                        &[1_700_000_000_200]
+                    };
+                    let subtasks: Vec<_> = starts
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| json!({"subtask": i, "status": "RUNNING", "attempt": i, "start-time": t}))
+                        .collect();
+                    axum::Json(json!({"id": vid, "subtasks": subtasks}))
+                }),
+            )
+            .route(
                 "/jobs/{jid}/vertices/{vid}/subtasks/metrics",
                 get(|Path((_, vid)): Path<(String, String)>| async move {
                     axum::Json(json!([
@@ -586,7 +639,11 @@ mod tests {
             "a stale subtask does not acknowledge"
         );
         assert_eq!(obs.checkpoints_completed, 4);
-        assert_eq!(obs.tasks_started_at, Some(1_700_000_000_200));
+        assert_eq!(
+            obs.tasks_started_at,
+            Some(1_700_000_000_300),
+            "the latest start of any subtask's attempt"
+        );
         let base = fake([
             ("src", 0, leak(line(1000, 998))),
             ("src", 1, leak(line(1000, 1001))),
@@ -616,52 +673,75 @@ mod tests {
         );
     }
 
-    /// `GET /jobs/:jid` as Flink 1.20 answers it (`JobDetailsInfo`, trimmed): the tasks'
-    /// start time is known only while every vertex and every subtask is RUNNING.
+    /// `GET /jobs/:jid` as Flink 1.20 answers it (`JobDetailsInfo`, trimmed): a vertex is
+    /// running when its aggregate state and every one of its subtasks are RUNNING.
     #[test]
-    fn the_tasks_start_time_is_the_latest_vertex_start_while_every_task_runs() {
-        let started = |vertices: serde_json::Value| {
+    fn a_vertex_runs_when_every_subtask_runs() {
+        let running = |vertex: serde_json::Value| {
             let job: super::JobDetails = serde_json::from_value(
-                json!({"jid": "j", "state": "RUNNING", "vertices": vertices}),
+                json!({"jid": "j", "state": "RUNNING", "vertices": [vertex]}),
             )
             .expect("JobDetailsInfo");
-            super::tasks_started_at(&job.vertices)
+            job.vertices[0].running()
         };
-        let vertex = |id: &str, status: &str, start: i64, running: u32| {
-            json!({"id": id, "name": id, "maxParallelism": 128, "parallelism": 2,
-                   "status": status, "start-time": start, "end-time": -1, "duration": 5,
+        let vertex = |status: &str, running: u32| {
+            json!({"id": "a", "name": "a", "maxParallelism": 128, "parallelism": 2,
+                   "status": status, "start-time": 100, "end-time": -1, "duration": 5,
                    "tasks": {"RUNNING": running, "DEPLOYING": 2 - running, "CREATED": 0}})
         };
-        assert_eq!(
-            started(json!([
-                vertex("a", "RUNNING", 100, 2),
-                vertex("b", "RUNNING", 250, 2)
-            ])),
-            Some(250)
-        );
-        // A region failover: the job stays RUNNING, a vertex is redeploying.
-        assert_eq!(
-            started(json!([
-                vertex("a", "RUNNING", 100, 2),
-                vertex("b", "DEPLOYING", 900, 0)
-            ])),
-            None
-        );
+        assert!(running(vertex("RUNNING", 2)));
+        // A region failover: the job stays RUNNING, the vertex is redeploying.
+        assert!(!running(vertex("DEPLOYING", 0)));
         // Flink's aggregate is RUNNING while one subtask still deploys.
+        assert!(!running(vertex("RUNNING", 1)));
+        // An older Flink without `tasks`: the vertex status decides.
+        assert!(running(
+            json!({"id": "a", "parallelism": 1, "status": "RUNNING"})
+        ));
+    }
+
+    /// `GET /jobs/:jid/vertices/:vid` as Flink 1.20 answers it (`JobVertexDetailsInfo`,
+    /// trimmed): the tasks' start time is the latest start of the subtasks' current attempts,
+    /// known only while every subtask is RUNNING.
+    #[test]
+    fn the_tasks_start_time_is_the_latest_subtask_start_while_every_subtask_runs() {
+        let latest = |subtasks: serde_json::Value| {
+            let details: super::VertexDetails = serde_json::from_value(json!({
+                "id": "v", "name": "v", "parallelism": 2, "maxParallelism": 128, "now": 1_000,
+                "subtasks": subtasks
+            }))
+            .expect("JobVertexDetailsInfo");
+            super::latest_start(&details.subtasks)
+        };
+        let subtask = |i: u32, status: &str, attempt: u32, start: i64| {
+            json!({"subtask": i, "status": status, "attempt": attempt, "endpoint": "tm:6121",
+                   "start-time": start, "end-time": -1, "duration": 5, "metrics": {},
+                   "taskmanager-id": "tm-1", "status-duration": {}})
+        };
         assert_eq!(
-            started(json!([
-                vertex("a", "RUNNING", 100, 2),
-                vertex("b", "RUNNING", 900, 1)
+            latest(json!([
+                subtask(0, "RUNNING", 0, 100),
+                subtask(1, "RUNNING", 0, 120)
+            ])),
+            Some(120)
+        );
+        // A region failover restarted subtask 1 alone: the vertex's start-time (the earliest)
+        // stays 100, the latest start moves on.
+        assert_eq!(
+            latest(json!([
+                subtask(0, "RUNNING", 0, 100),
+                subtask(1, "RUNNING", 1, 900)
+            ])),
+            Some(900)
+        );
+        assert_eq!(
+            latest(json!([
+                subtask(0, "RUNNING", 0, 100),
+                subtask(1, "DEPLOYING", 1, 900)
             ])),
             None
         );
-        // Not deployed yet (start-time -1), or no vertex.
-        assert_eq!(started(json!([vertex("a", "CREATED", -1, 0)])), None);
-        assert_eq!(started(json!([])), None);
-        // An older Flink without `tasks`: the vertex status decides.
-        assert_eq!(
-            started(json!([{"id": "a", "parallelism": 1, "status": "RUNNING", "start-time": 7}])),
-            Some(7)
-        );
+        assert_eq!(latest(json!([subtask(0, "CREATED", 0, -1)])), None);
+        assert_eq!(latest(json!([])), None);
     }
 }

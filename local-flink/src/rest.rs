@@ -88,6 +88,10 @@ pub(crate) async fn serve(
         .route("/{ns}/{name}/jobs/{jid}/stop", post(stop))
         .route("/{ns}/{name}/jobs/{jid}/checkpoints", get(checkpoints))
         .route(
+            "/{ns}/{name}/jobs/{jid}/vertices/{vid}",
+            get(vertex_details),
+        )
+        .route(
             "/{ns}/{name}/jobs/{jid}/vertices/{vid}/watermarks",
             get(watermarks),
         )
@@ -490,6 +494,52 @@ fn vertex_index(vid: &str) -> Result<u64, RestError> {
     (0..2)
         .find(|i| vertex_id(*i) == vid)
         .ok_or_else(|| RestError(StatusCode::NOT_FOUND, format!("JobVertex {vid} not found")))
+}
+
+/// `GET /jobs/:jid/vertices/:vid` (Flink's JobVertexDetailsInfo): every subtask's current
+/// execution attempt, its state and start-time (the attempt's DEPLOYING timestamp). The simulated
+/// job restarts all its subtasks together, so they share the attempt number and start time.
+async fn vertex_details(
+    State(s): State<Arc<Shared>>,
+    Path((ns, name, jid, vid)): Path<(String, String, String, String)>,
+) -> RestResult {
+    let job = find_job(&s, (ns, name, jid)).await?;
+    let index = vertex_index(&vid)?;
+    let v = job.view();
+    let now = s.rt.clock.now_ms();
+    let (end, duration) = end_and_duration(&v, now);
+    let start = if v.state == JobState::Created {
+        -1
+    } else {
+        v.attempt_started_ms
+    };
+    let name = if index == 0 {
+        SOURCE_VERTEX.to_owned()
+    } else {
+        vertex_name(&job)
+    };
+    let subtasks: Vec<Value> = (0..job.settings.parallelism)
+        .map(|i| {
+            json!({
+                "subtask": i,
+                "status": vertex_status(v.state),
+                "attempt": v.attempt,
+                "endpoint": "localhost:0",
+                "start-time": start,
+                "end-time": end,
+                "duration": duration,
+                "taskmanager-id": "local-taskmanager",
+            })
+        })
+        .collect();
+    ok(json!({
+        "id": vid,
+        "name": name,
+        "parallelism": job.settings.parallelism,
+        "maxParallelism": 128,
+        "now": now,
+        "subtasks": subtasks,
+    }))
 }
 
 async fn watermarks(

@@ -322,6 +322,16 @@ async fn every_restart_deploys_the_vertices_again_with_a_new_start_time() {
             v["start-time"].as_i64().is_some_and(|t| t > started),
             "start-time moves on with the restart: {job}"
         );
+        // Each subtask's current attempt (JobVertexDetailsInfo): a new attempt number and start.
+        let vid = v["id"].as_str().expect("vertex id");
+        let details = get(&http, &format!("{base}/jobs/{jid}/vertices/{vid}")).await;
+        let subtasks = details["subtasks"].as_array().expect("subtasks");
+        assert_eq!(subtasks.len(), 2, "{details}");
+        for t in subtasks {
+            assert_eq!(t["status"], "RUNNING", "{details}");
+            assert_eq!(t["attempt"], 1, "{details}");
+            assert_eq!(t["start-time"], v["start-time"], "{details}");
+        }
     }
     assert_eq!(
         env.flink.job(&d).expect("job").view().state,

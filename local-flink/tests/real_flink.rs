@@ -739,6 +739,28 @@ fn tasks_started(job: &Value) -> (String, Option<i64>) {
     (state, started)
 }
 
+/// What the controller reads: the latest `start-time` of any subtask's current attempt
+/// (`GET /jobs/:jid/vertices/:vid`), when every subtask of every vertex is RUNNING. A region
+/// failover restarts some subtasks only, and moves this on where the vertex's (earliest) does not.
+async fn subtasks_started(f: &Fixture, url: &str, job: &Value) -> Option<i64> {
+    let mut latest = None;
+    for vertex in job["vertices"].as_array()? {
+        let (code, details) = f
+            .get(&format!("{url}/vertices/{}", vertex["id"].as_str()?))
+            .await;
+        let subtasks = details["subtasks"].as_array().filter(|_| code == 200)?;
+        if subtasks.is_empty() || !subtasks.iter().all(|t| t["status"] == "RUNNING") {
+            return None;
+        }
+        let max = subtasks
+            .iter()
+            .filter_map(|t| t["start-time"].as_i64())
+            .max()?;
+        latest = latest.max(Some(max));
+    }
+    latest
+}
+
 /// The Flink fact `coordination.minReady` rests on, on real Flink 1.20: a job that fails and
 /// restarts (a crash loop: without a checkpoint it starts from 0 and throws at number 300, about
 /// 3 s in, on every attempt) redeploys its tasks, and each vertex's `start-time` in
@@ -767,11 +789,18 @@ async fn every_restart_moves_the_vertices_start_time_on_while_the_job_may_stay_r
     let url = format!("{}/jobs/{jid}", f.flink.rest_url(&Fixture::d("flapper")));
     // Every look at the job until it has failed for good: (job state, tasks' start time).
     let mut looks: Vec<(String, Option<i64>)> = Vec::new();
+    // The same by subtask (what the controller reads).
+    let mut subtask_starts: Vec<i64> = Vec::new();
     let deadline = Instant::now() + START;
     while Instant::now() < deadline {
         let (code, job) = f.get(&url).await;
         if code == 200 {
             let look = tasks_started(&job);
+            if let Some(t) = subtasks_started(&f, &url, &job).await
+                && subtask_starts.last() != Some(&t)
+            {
+                subtask_starts.push(t);
+            }
             if looks.last() != Some(&look) {
                 eprintln!("job {} tasks started at {:?}", look.0, look.1);
                 looks.push(look);
@@ -804,6 +833,10 @@ async fn every_restart_moves_the_vertices_start_time_on_while_the_job_may_stay_r
             .filter(|l| l.1.is_some())
             .all(|l| l.0 == "RUNNING"),
         "the job is RUNNING in every attempt: only the start time tells them apart: {looks:?}"
+    );
+    assert!(
+        subtask_starts.len() >= 2 && subtask_starts.windows(2).all(|w| w[0] < w[1]),
+        "the subtasks' latest start-time moves on with every restart too: {subtask_starts:?}"
     );
     let job_states: Vec<&str> = looks.iter().map(|l| l.0.as_str()).collect();
     eprintln!(
