@@ -70,8 +70,15 @@ impl FlinkRest {
         }
     }
 
-    /// Everything `plan` needs about job `job_id`; `savepoint_trigger` is polled when given.
-    pub async fn observe(&self, job_id: &str, savepoint_trigger: Option<&str>) -> Result<FlinkObs> {
+    /// Everything `plan` needs about job `job_id`; `savepoint_trigger` is polled when given;
+    /// `readiness`: also when its tasks started (one more request per vertex), which `plan` reads
+    /// only for the incoming job before W is set.
+    pub async fn observe(
+        &self,
+        job_id: &str,
+        savepoint_trigger: Option<&str>,
+        readiness: bool,
+    ) -> Result<FlinkObs> {
         let checkpoints = self.checkpoints(job_id).await?;
         let savepoint = match savepoint_trigger {
             Some(trigger) => Some(self.savepoint_status(job_id, trigger).await?),
@@ -79,7 +86,11 @@ impl FlinkRest {
         };
         let job: JobDetails = self.get_typed(&format!("/jobs/{job_id}")).await?;
         let gates = self.gates(job_id, &job.vertices).await?;
-        let tasks_started_at = self.tasks_started_at(job_id, &job.vertices).await?;
+        let tasks_started_at = if readiness {
+            self.tasks_started_at(job_id, &job.vertices).await?
+        } else {
+            None
+        };
         Ok(FlinkObs {
             savepoint,
             gates,
@@ -631,7 +642,7 @@ mod tests {
         ])
         .await;
         let rest = FlinkRest::new(http_client(Duration::from_secs(2)), &base, "ns", "d");
-        let obs = rest.observe("job", None).await.expect("observe");
+        let obs = rest.observe("job", None, true).await.expect("observe");
         let gates = obs.gates.expect("gates found by metric name");
         assert_eq!(gates.reports.len(), 3, "both vertices, every subtask");
         assert!(
@@ -651,7 +662,9 @@ mod tests {
         ])
         .await;
         let rest = FlinkRest::new(http_client(Duration::from_secs(2)), &base, "ns", "d");
-        let gates = rest.observe("job", None).await.unwrap().gates.unwrap();
+        let observed = rest.observe("job", None, false).await.unwrap();
+        assert_eq!(observed.tasks_started_at, None, "not asked for");
+        let gates = observed.gates.unwrap();
         assert!(gates.acknowledge(2, 1000));
         assert_eq!(gates.max_passed(), Some(1001), "W must be raised above it");
         assert_eq!(gates.watermark(), Some(990));
@@ -666,7 +679,10 @@ mod tests {
         ])
         .await;
         let rest = FlinkRest::new(http_client(Duration::from_secs(2)), &base, "ns", "d");
-        let err = rest.observe("job", None).await.expect_err("bad line");
+        let err = rest
+            .observe("job", None, false)
+            .await
+            .expect_err("bad line");
         assert!(
             err.to_string().contains("bluegreenGateAppliedState"),
             "{err}"

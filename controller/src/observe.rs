@@ -43,6 +43,12 @@ pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<O
         .as_ref()
         .filter(|t| t.phase == Phase::ToggleSet)
         .map(|t| t.to);
+    // The incoming job before W is set: whether it has stayed up (`coordination.minReady`).
+    let incoming_before_w = status
+        .transition
+        .as_ref()
+        .filter(|t| matches!(t.phase, Phase::Deploying | Phase::ConfirmingToggle))
+        .map(|t| t.to);
     let mut children = [None, None];
     for (slot, color) in children.iter_mut().zip([Color::Blue, Color::Green]) {
         let savepoint = trigger
@@ -50,8 +56,11 @@ pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<O
             .filter(|(c, _)| *c == color)
             .map(|(_, id)| id.as_str());
         let child = child_name(&name, color);
-        let failed_checkpoints = incoming_after_w == Some(color);
-        *slot = observe_child(ctx, &namespace, &child, savepoint, failed_checkpoints).await?;
+        let reads = Reads {
+            failed_checkpoints: incoming_after_w == Some(color),
+            readiness: incoming_before_w == Some(color),
+        };
+        *slot = observe_child(ctx, &namespace, &child, savepoint, reads).await?;
     }
     let [blue, green] = children;
     Ok(assemble(fbgd, configmap, blue, green))
@@ -143,12 +152,20 @@ fn assemble(
     }
 }
 
+/// What `observe_child` reads beyond a running job's usual view.
+struct Reads {
+    /// An ended job's latest checkpoint (the incoming job after W, for a forward repair).
+    failed_checkpoints: bool,
+    /// When a running job's tasks started (the incoming job before W).
+    readiness: bool,
+}
+
 async fn observe_child(
     ctx: &Context,
     namespace: &str,
     name: &str,
     savepoint: Option<&str>,
-    failed_checkpoints: bool,
+    reads: Reads,
 ) -> Result<Option<ChildObs>> {
     let api: Api<DynamicObject> =
         Api::namespaced_with(ctx.client.clone(), namespace, &flink_deployment_resource());
@@ -161,7 +178,7 @@ async fn observe_child(
     };
     let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, namespace, name);
     let flink = if obs.running() {
-        rest.observe(&job_id, savepoint).await
+        rest.observe(&job_id, savepoint, reads.readiness).await
     } else if let Some(trigger) = savepoint {
         // A stopped job still answers for its stop-with-savepoint.
         rest.savepoint_status(&job_id, trigger)
@@ -170,7 +187,7 @@ async fn observe_child(
                 savepoint: Some(s),
                 ..FlinkObs::default()
             })
-    } else if failed_checkpoints && obs.failed() {
+    } else if reads.failed_checkpoints && obs.failed() {
         // Flink keeps an ended job's checkpoint statistics: its own latest checkpoint.
         rest.checkpoints(&job_id).await
     } else {
