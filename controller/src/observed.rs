@@ -125,11 +125,11 @@ pub struct FlinkObs {
     /// gate.
     pub gates: Option<GateObs>,
     /// When the current attempts of the job's tasks started (Flink's clock, epoch ms): the latest
-    /// vertex `start-time` of `GET /jobs/:jid` when every vertex and every subtask is RUNNING;
-    /// `None` while one is not (deploying, restarting, failed over). Flink's vertex start-time
-    /// is the earliest DEPLOYING timestamp of its subtasks' current execution attempts, so a
-    /// restart of the job (global failover) or of a whole vertex (region failover) changes it,
-    /// even though the job's state stays RUNNING through a region failover.
+    /// subtask `start-time` of `GET /jobs/:jid/vertices/:vid` (the DEPLOYING timestamp of its
+    /// current execution attempt) when every vertex and every subtask is RUNNING; `None` while
+    /// one is not (deploying, restarting, failed over), and unless asked for (the incoming job
+    /// before W). Any restart of any subtask, global or region failover, moves it on, even though
+    /// the job's state stays RUNNING through a region failover.
     pub tasks_started_at: Option<i64>,
 }
 

@@ -455,7 +455,7 @@ pub struct Transition {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IncomingReady {
-    /// The latest vertex `start-time` Flink reported (its clock, epoch milliseconds).
+    /// The latest subtask `start-time` Flink reported (its clock, epoch milliseconds).
     pub tasks_started_at: i64,
     /// When the controller first saw that start time with every task RUNNING (its clock).
     pub since: MicroTime,
