@@ -574,8 +574,20 @@ async fn a_refused_status_write_that_finishes_the_handover_is_counted_once() -> 
     stack.server.faults().clear();
     // The status writes after the release: the finishing one refused REFUSALS times, then
     // written. (Before the hold, a status write may have met the test's own spec change: a 409
-    // of its own.)
-    let writes = status_writes(&calls, released);
+    // of its own.) The test's own watch may see the status before the proxy has recorded the
+    // write that made it, and before the controller has read the answer and counted it: wait
+    // for both.
+    let deadline = Instant::now() + WAIT;
+    let writes = loop {
+        let writes = status_writes(&calls, released);
+        let accepted = writes.iter().any(|w| w.status == 200);
+        // The duration is observed after the counter went up.
+        let counted = metrics.handover_duration.get_sample_count() > timed_before;
+        if accepted && counted || Instant::now() >= deadline {
+            break writes;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     let refusals = usize::try_from(REFUSALS)?;
     let finishing: Vec<(u16, bool)> = writes
         .iter()
