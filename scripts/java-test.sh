@@ -13,7 +13,7 @@
 #   JAVA_OPTS=-Xmx768m scripts/java-test.sh
 #   JAVA_OPTS="-Xmx1g -Dbluegreen.test.hold-ms=120000" scripts/java-test.sh "hold with checkpoints"   # the 2-minute hold (default 8 s)
 #   scripts/java-test.sh --bench [RECORDS [RUNS [--object-reuse]]]   # the figures of docs/performance.md instead
-#   scripts/java-test.sh --forked-bench [PAIRS [RECORDS [ROUNDS [VARIANTS]]]]   # job throughput ratios, one JVM per run
+#   scripts/java-test.sh --forked-bench [PAIRS [RECORDS [ROUNDS [VARIANTS [PIPELINES]]]]]   # job throughput ratios, one JVM per run
 #   scripts/java-test.sh --jni-bench     # JNI shim vs Java gate figures (release build of bluegreen-gate-jni)
 # The JNI tests load the shim built by `cargo build -p bluegreen-gate-jni` (or BLUEGREEN_GATE_JNI_LIBRARY).
 set -euo pipefail

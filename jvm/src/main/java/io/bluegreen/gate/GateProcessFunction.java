@@ -12,6 +12,7 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.metrics.Gauge;
 import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.metrics.SimpleCounter;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
@@ -235,6 +236,14 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
 
     /** Starts the gate outside {@code open()} (tests, other integrations). */
     void start(MetricGroup metrics, String name) throws Exception {
+        start(metrics, name, new SimpleCounter());
+    }
+
+    /**
+     * Starts the gate with {@code passedCount} as its {@link #METRIC_PASSED} counter: a placement
+     * that counts passed records itself ({@link GatedSink}) hands its own.
+     */
+    void start(MetricGroup metrics, String name, Counter passedCount) throws Exception {
         if (gate != null) {
             return;
         }
@@ -248,7 +257,7 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
             MAX_PASSED.setRelease(this, maxPassedLocal);
         }
         inputWatermark = Long.MIN_VALUE;
-        passed = metrics.counter(METRIC_PASSED);
+        passed = metrics.counter(METRIC_PASSED, passedCount);
         dropped = metrics.counter(METRIC_DROPPED);
         droppedLate = metrics.counter(METRIC_DROPPED_LATE);
         held = metrics.counter(METRIC_HELD);
@@ -432,11 +441,6 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
             maxPassedLocal = max;
             MAX_PASSED.setRelease(this, max);
         }
-    }
-
-    /** The passed-records counter ({@link #METRIC_PASSED}), after {@link #start}. */
-    Counter passedCounter() {
-        return passed;
     }
 
     /** Marks {@code s} as the state this gate decides with (task thread only). */

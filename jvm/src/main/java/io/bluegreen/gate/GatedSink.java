@@ -307,14 +307,24 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
          */
         private Gate.Snapshot decidedUnder;
         /**
-         * The per-record fast path: a record with an event time above this passes at once. It is
-         * {@code Rule.w} of {@link #decidedUnder} when that rule gives PASS above w and nothing is
-         * held, else {@code Long.MAX_VALUE} (every record takes the full path).
+         * A record with an event time above this passes at once. It is {@code Rule.w} of
+         * {@link #decidedUnder} when that rule gives PASS above w and nothing is held, else
+         * {@code Long.MAX_VALUE} (every record takes the full path).
          */
         private long passAbove = Long.MAX_VALUE;
+        /**
+         * The per-record fast path: {@link #passAbove} when the record's Flink timestamp is its
+         * event time (no extractor), else {@code Long.MAX_VALUE}, so that the steady state reads
+         * the timestamp and compares it once.
+         */
+        private long timestampPassAbove = Long.MAX_VALUE;
         /** Whether records are held ({@code !held.isEmpty()}). */
         private boolean holding;
-        private final Counter passed;
+        /**
+         * Records passed: the gate's {@link GateProcessFunction#METRIC_PASSED} counter, kept in a
+         * field of this writer so that the fast path increments it without a second object.
+         */
+        private long passedCount;
         /**
          * The maximum passed event time; published to the report line ({@link GateProcessFunction#raiseMaxPassed})
          * before every state this writer applies, on every tick and for checkpoints.
@@ -357,14 +367,13 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
                 name = "gate";
             }
             try {
-                fn.start(context.metricGroup(), name);
+                fn.start(context.metricGroup(), name, new PassedCount());
             } catch (IOException | RuntimeException e) {
                 throw e;
             } catch (Exception e) {
                 throw new IOException(e);
             }
             held.registerGauges(context.metricGroup());
-            passed = fn.passedCounter();
             maxPassed = fn.maxPassedLocal();
             gate = fn.gate();
             applied = fn.current();
@@ -388,12 +397,24 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
             // Flink's context boxes the timestamp (null: none). Unboxed at once and never passed on
             // as an object, so that the JIT can drop the box; the cold paths box it again.
             Long boxed = context.timestamp();
-            boolean hasTs = boxed != null;
-            long ts = hasTs ? boxed : 0L;
+            if (boxed != null) {
+                long ts = boxed;
+                if (ts > timestampPassAbove) { // the steady state: one comparison
+                    passedCount++;
+                    maxPassed = Math.max(maxPassed, ts);
+                    inner.write(element, context);
+                    return;
+                }
+                writeSlow(element, context, true, ts);
+            } else {
+                writeSlow(element, context, false, 0L);
+            }
+        }
+
+        private void writeSlow(T element, Context context, boolean hasTs, long ts) throws IOException, InterruptedException {
             long t = hasTs && recordTimestamps ? ts : eventTimeSlow(element, hasTs, ts);
-            if (t > passAbove) { // the steady state: one comparison
-                passed.inc();
-                maxPassed = Math.max(maxPassed, t);
+            if (t > passAbove) {
+                pass(t);
                 inner.write(element, context);
                 return;
             }
@@ -417,8 +438,36 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
         }
 
         private void pass(long t) {
-            passed.inc();
+            passedCount++;
             maxPassed = Math.max(maxPassed, t);
+        }
+
+        /** {@link #passedCount} as Flink's metric: read by the reporter's thread, racy as {@code SimpleCounter}. */
+        private final class PassedCount implements Counter {
+            @Override
+            public void inc() {
+                passedCount++;
+            }
+
+            @Override
+            public void inc(long n) {
+                passedCount += n;
+            }
+
+            @Override
+            public void dec() {
+                passedCount--;
+            }
+
+            @Override
+            public void dec(long n) {
+                passedCount -= n;
+            }
+
+            @Override
+            public long getCount() {
+                return passedCount;
+            }
         }
 
         /** {@code s} decides the records from now on (and every held record has been decided under it). */
@@ -430,6 +479,7 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
         private void updatePassAbove() {
             Rule r = decidedUnder == null ? null : decidedUnder.rule;
             passAbove = r != null && !holding && r.above() == Decision.PASS ? r.w() : Long.MAX_VALUE;
+            timestampPassAbove = recordTimestamps ? passAbove : Long.MAX_VALUE;
         }
 
         private long eventTimeSlow(T element, boolean hasTs, long ts) throws IOException {
@@ -474,6 +524,7 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
             held.add(new HoldBuffer.Held(bytes, hasTs, ts, t, System.currentTimeMillis()));
             holding = true;
             passAbove = Long.MAX_VALUE;
+            timestampPassAbove = Long.MAX_VALUE;
         }
 
         /**

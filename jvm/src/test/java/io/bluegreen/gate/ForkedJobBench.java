@@ -85,22 +85,32 @@ public final class ForkedJobBench {
     }
 
     /**
-     * {@code [PAIRS [RECORDS [ROUNDS [VARIANTS]]]]}: RECORDS for the trivial pipeline, a 30th of it
-     * for the realistic one; VARIANTS a comma-separated list of variant indexes compared with the
-     * baseline (default {@code 2}, the gate in the sink; {@code 2,1} adds the gate operator).
+     * {@code [PAIRS [RECORDS [ROUNDS [VARIANTS [PIPELINES]]]]]}: RECORDS for the trivial pipeline, a
+     * 30th of it for the realistic one; VARIANTS a comma-separated list of variant indexes compared
+     * with the baseline (default {@code 2}, the gate in the sink; {@code 2,1} adds the gate
+     * operator), each in the pipelines that have it; PIPELINES {@code a}, {@code b} or {@code a,b}
+     * (the default).
      */
     static void parent(String[] args) throws Exception {
         int pairs = args.length > 0 ? Integer.parseInt(args[0]) : 15;
         long records = args.length > 1 ? Long.parseLong(args[1]) : 10_000_000L;
         int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 3;
         int[] compared = Arrays.stream((args.length > 3 ? args[3] : "2").split(",")).mapToInt(Integer::parseInt).toArray();
+        List<String> only = Arrays.asList((args.length > 4 ? args[4] : "a,b").split(","));
         System.out.printf("job throughput in forked JVMs (parallelism 1; %d ABBA pairs per comparison; per JVM a warmup round,"
                 + " then the median of %d rounds of CPU time of the task threads per record):%n", pairs, rounds);
         for (int p = 0; p < PIPELINES.length; p++) {
+            String label = p == 0 ? "a" : "b";
+            if (!only.contains(label)) {
+                continue;
+            }
             long n = p == 0 ? records : records / 30;
             String[] names = p == 0 ? GateBench.TRIVIAL_VARIANTS : GateBench.REALISTIC_VARIANTS;
-            System.out.printf("  (%s) %s, %d records%n", p == 0 ? "a" : "b", PIPELINES[p], n);
+            System.out.printf("  (%s) %s, %d records%n", label, PIPELINES[p], n);
             for (int variant : compared) {
+                if (variant <= 0 || variant >= names.length) {
+                    continue; // not a variant of this pipeline
+                }
                 double[] base = new double[pairs];
                 double[] with = new double[pairs];
                 double[] ratio = new double[pairs];

@@ -36,7 +36,12 @@ final class HandoverJob {
     }
 
     /** What sits where the gate goes: the gate operator, the gate inside the sink, nothing, an identity function. */
-    enum Stage { GATE, GATE_IN_SINK, NONE, IDENTITY }
+    /**
+     * Where the gate goes: the operator, inside the sink (with the records' Flink timestamps as
+     * event times, or with a {@link TimestampExtractor} computing them from the ids), none, or an
+     * identity operator in its place.
+     */
+    enum Stage { GATE, GATE_IN_SINK, GATE_IN_SINK_EXTRACTOR, NONE, IDENTITY }
 
     /** The name of the recording sink with the gate inside: contains "bluegreen-gate", as the gate operator's does. */
     static final String GATED_SINK_NAME = "ids-sink (bluegreen-gate inside)";
@@ -71,6 +76,10 @@ final class HandoverJob {
             case GATE:
                 s = GateSinkWrapper.gate(s, gate);
                 break;
+            case GATE_IN_SINK_EXTRACTOR:
+                gate.withTimestampExtractor((id, ts) -> eventTime(id));
+                s.sinkTo(GatedSink.wrap(new RecordingSink(recorderKey), gate)).name(GATED_SINK_NAME);
+                return;
             case GATE_IN_SINK:
                 s.sinkTo(GatedSink.wrap(new RecordingSink(recorderKey), gate)).name(GATED_SINK_NAME);
                 return;

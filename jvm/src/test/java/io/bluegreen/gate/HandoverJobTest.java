@@ -364,6 +364,9 @@ final class HandoverJobTest {
         test("handover job (gate in the sink): blue -> green on a MiniCluster, 60000 ids, W proposed at blue's max: 0 duplicates, 0 losses", () -> {
             System.out.println("     " + handover(60_000, false, 0, HandoverJob.Stage.GATE_IN_SINK));
         });
+        test("handover job (gate in the sink, event times from a TimestampExtractor): blue -> green, 60000 ids: 0 duplicates, 0 losses", () -> {
+            System.out.println("     " + handover(60_000, false, 0, HandoverJob.Stage.GATE_IN_SINK_EXTRACTOR));
+        });
         long holdMs = Long.getLong("bluegreen.test.hold-ms", 8_000);
         test("handover job: a " + holdMs + " ms hold with checkpoints every second keeps completing checkpoints; then 0 duplicates, 0 losses", () -> {
             System.out.println("     " + longHold(60_000, holdMs));
