@@ -400,8 +400,7 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
             if (boxed != null) {
                 long ts = boxed;
                 if (ts > timestampPassAbove) { // the steady state: one comparison
-                    passedCount++;
-                    maxPassed = Math.max(maxPassed, ts);
+                    pass(ts);
                     inner.write(element, context);
                     return;
                 }
