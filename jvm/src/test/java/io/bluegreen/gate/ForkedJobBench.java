@@ -14,7 +14,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 /**
  * Job throughput with and without the gate, one fresh JVM per measurement (as JMH forks), for
- * docs/performance.md (run: {@code scripts/java-test.sh --forked-bench [PAIRS [RECORDS [ROUNDS [VARIANTS]]]]}).
+ * docs/performance.md (run: {@code scripts/java-test.sh --forked-bench [PAIRS [RECORDS [ROUNDS [VARIANTS [PIPELINES]]]]]}).
  *
  * <p>Why forks: in one JVM the jobs of every variant share Flink's classes, so the JIT's profile
  * and inlining of the operator chain depend on which variants ran before; and two JVMs of the
@@ -34,17 +34,13 @@ public final class ForkedJobBench {
     private static final String[] PIPELINES = {"trivial", "realistic"};
 
     public static void main(String[] args) {
-        try {
+        GateBench.haltOnFailure(() -> {
             if (args.length > 0 && args[0].equals("--child")) {
                 child(args);
             } else {
                 parent(args);
             }
-        } catch (Throwable t) {
-            t.printStackTrace();
-            System.out.flush();
-            Runtime.getRuntime().halt(1); // Flink's threads would keep the JVM alive
-        }
+        });
     }
 
     /** {@code --child PIPELINE VARIANT RECORDS ROUNDS}: prints "cpu-ns-per-record N" and exits. */

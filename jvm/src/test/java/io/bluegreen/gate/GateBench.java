@@ -98,12 +98,22 @@ public final class GateBench {
     }
 
     public static void main(String[] args) {
+        haltOnFailure(() -> run(args));
+    }
+
+    /** A bench's body, which may throw anything. */
+    interface Body {
+        void run() throws Exception;
+    }
+
+    /** Runs {@code body}; on a failure prints it and halts with 1 (Flink's threads would keep the JVM alive). */
+    static void haltOnFailure(Body body) {
         try {
-            run(args);
+            body.run();
         } catch (Throwable t) {
             t.printStackTrace();
             System.out.flush();
-            Runtime.getRuntime().halt(1); // Flink's threads would keep the JVM alive
+            Runtime.getRuntime().halt(1);
         }
     }
 
@@ -263,6 +273,7 @@ public final class GateBench {
         "identity map where the gate operator goes",
         "delegating sink wrapper, no gate",
         "delegating sink wrapper reading context.timestamp()",
+        "delegating sink wrapper with the gate's steady-state path",
     };
 
     /** The variants of the realistic pipeline, by index (0 is the baseline). */
@@ -442,7 +453,6 @@ public final class GateBench {
         return a == null ? Double.NaN : a.get() / (double) records;
     }
 
-    /** The trivial pipeline: ids, event times and watermarks, [the gate], a discarding sink (one task thread). */
     /** An identity map: the reference for the cost of any chained operator. */
     static final class IdentityMap implements org.apache.flink.api.common.functions.MapFunction<Long, Long> {
         private static final long serialVersionUID = 1L;
@@ -473,10 +483,13 @@ public final class GateBench {
                 s.map(new IdentityMap()).sinkTo(new CpuSink(key));
                 break;
             case 4:
-                s.sinkTo(new DelegatingSink<>(new CpuSink(key), false));
+                s.sinkTo(new DelegatingSink<>(new CpuSink(key), DelegatingSink.DELEGATE));
                 break;
             case 5:
-                s.sinkTo(new DelegatingSink<>(new CpuSink(key), true));
+                s.sinkTo(new DelegatingSink<>(new CpuSink(key), DelegatingSink.MAXIMUM));
+                break;
+            case 6:
+                s.sinkTo(new DelegatingSink<>(new CpuSink(key), DelegatingSink.STEADY_STATE));
                 break;
             default:
                 throw new IllegalArgumentException("variant " + variant);
@@ -484,51 +497,108 @@ public final class GateBench {
     }
 
     /**
-     * A sink wrapper whose writer only delegates (and, with {@code readTimestamp}, reads the record's
-     * timestamp from the context as a gate must): the floor under any gate inside a sink writer.
+     * A sink wrapper whose writer delegates and does, per record, one of: nothing
+     * ({@link #DELEGATE}); read the record's timestamp from the context and keep the maximum, as
+     * any gate must ({@link #MAXIMUM}: the floor under a gate inside a sink writer); or the gated
+     * writer's whole steady-state path, a comparison with a bound, a counter and the maximum
+     * ({@link #STEADY_STATE}: what the gate in the sink costs without the rest of {@link GatedSink}).
      */
     static final class DelegatingSink<T> extends org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink<T> {
         private static final long serialVersionUID = 1L;
+        static final int DELEGATE = 0;
+        static final int MAXIMUM = 1;
+        static final int STEADY_STATE = 2;
         private final org.apache.flink.api.connector.sink2.Sink<T> inner;
-        private final boolean readTimestamp;
+        private final int mode;
 
-        DelegatingSink(org.apache.flink.api.connector.sink2.Sink<T> inner, boolean readTimestamp) {
+        DelegatingSink(org.apache.flink.api.connector.sink2.Sink<T> inner, int mode) {
             this.inner = inner;
-            this.readTimestamp = readTimestamp;
+            this.mode = mode;
         }
 
         @Override
         public org.apache.flink.api.connector.sink2.SinkWriter<T> createWriter(org.apache.flink.api.connector.sink2.WriterInitContext context)
                 throws java.io.IOException {
             org.apache.flink.api.connector.sink2.SinkWriter<T> w = inner.createWriter(context);
-            boolean ts = readTimestamp;
-            return new org.apache.flink.api.connector.sink2.SinkWriter<>() {
-                long max = Long.MIN_VALUE;
+            switch (mode) {
+                case DELEGATE:
+                    return new Delegating<>(w);
+                case MAXIMUM:
+                    return new Delegating<>(w) {
+                        long max = Long.MIN_VALUE;
 
-                @Override
-                public void write(T v, Context context) throws java.io.IOException, InterruptedException {
-                    if (ts) {
-                        Long t = context.timestamp();
-                        if (t != null && t > max) {
-                            max = t;
+                        @Override
+                        public void write(T v, Context context) throws java.io.IOException, InterruptedException {
+                            Long t = context.timestamp();
+                            if (t != null && t > max) {
+                                max = t;
+                            }
+                            w.write(v, context);
                         }
-                    }
-                    w.write(v, context);
-                }
 
-                @Override
-                public void flush(boolean endOfInput) throws java.io.IOException, InterruptedException {
-                    w.flush(endOfInput);
-                }
+                        @Override
+                        long result() {
+                            return max;
+                        }
+                    };
+                default:
+                    return new Delegating<>(w) {
+                        long bound = Long.MIN_VALUE;
+                        long count;
+                        long max = Long.MIN_VALUE;
 
-                @Override
-                public void close() throws Exception {
-                    if (max == 42) {
-                        System.out.print("");
-                    }
-                    w.close();
+                        @Override
+                        public void write(T v, Context context) throws java.io.IOException, InterruptedException {
+                            Long boxed = context.timestamp();
+                            if (boxed != null) {
+                                long ts = boxed;
+                                if (ts > bound) {
+                                    count++;
+                                    max = Math.max(max, ts);
+                                    w.write(v, context);
+                                    return;
+                                }
+                            }
+                            throw new IllegalStateException("not the steady state");
+                        }
+
+                        @Override
+                        long result() {
+                            return max + count;
+                        }
+                    };
+            }
+        }
+
+        /** A writer that only delegates; {@link #result} keeps a subclass's per-record work alive. */
+        static class Delegating<T> implements org.apache.flink.api.connector.sink2.SinkWriter<T> {
+            final org.apache.flink.api.connector.sink2.SinkWriter<T> w;
+
+            Delegating(org.apache.flink.api.connector.sink2.SinkWriter<T> w) {
+                this.w = w;
+            }
+
+            @Override
+            public void write(T v, Context context) throws java.io.IOException, InterruptedException {
+                w.write(v, context);
+            }
+
+            long result() {
+                return 0;
+            }
+
+            @Override
+            public void flush(boolean endOfInput) throws java.io.IOException, InterruptedException {
+                w.flush(endOfInput);
+            }
+
+            @Override
+            public void close() throws Exception {
+                if (result() == 42) {
+                    System.out.print("");
                 }
-            };
+                w.close();
+            }
         }
     }
 

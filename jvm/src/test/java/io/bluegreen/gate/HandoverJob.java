@@ -35,16 +35,23 @@ final class HandoverJob {
         return BASE + id - (h & (OUT_OF_ORDERNESS_MS - 1));
     }
 
-    /** What sits where the gate goes: the gate operator, the gate inside the sink, nothing, an identity function. */
     /**
      * Where the gate goes: the operator, inside the sink (with the records' Flink timestamps as
-     * event times, or with a {@link TimestampExtractor} computing them from the ids), none, or an
-     * identity operator in its place.
+     * event times, or with a {@link TimestampExtractor} computing them from the ids while the
+     * Flink timestamps are {@link #STAMP_OFFSET_MS} later), none, or an identity operator in its
+     * place.
      */
     enum Stage { GATE, GATE_IN_SINK, GATE_IN_SINK_EXTRACTOR, NONE, IDENTITY }
 
     /** The name of the recording sink with the gate inside: contains "bluegreen-gate", as the gate operator's does. */
     static final String GATED_SINK_NAME = "ids-sink (bluegreen-gate inside)";
+
+    /**
+     * With {@link Stage#GATE_IN_SINK_EXTRACTOR}, how much later than its event time a record's
+     * Flink timestamp is (an hour, more than any test's span of event times): a gate that decided
+     * by the Flink timestamp instead of the extractor's event time would emit records twice.
+     */
+    static final long STAMP_OFFSET_MS = 3_600_000L;
 
     static StreamExecutionEnvironment env(int parallelism) {
         Configuration conf = new Configuration();
@@ -63,11 +70,14 @@ final class HandoverJob {
     /** The same with any pacer (null: none). */
     static void build(StreamExecutionEnvironment env, long n, MapFunction<Long, Long> pacer, Stage stage,
             GateProcessFunction<Long> gate, String recorderKey) {
+        WatermarkStrategy<Long> times = stage == Stage.GATE_IN_SINK_EXTRACTOR
+                ? WatermarkStrategy.<Long>forGenerator(c -> new EventTimeWatermarks())
+                        .withTimestampAssigner((id, ts) -> eventTime(id) + STAMP_OFFSET_MS)
+                : WatermarkStrategy.<Long>forBoundedOutOfOrderness(Duration.ofMillis(OUT_OF_ORDERNESS_MS))
+                        .withTimestampAssigner((id, ts) -> eventTime(id));
         DataStream<Long> s = env.fromSequence(0, n - 1)
                 .name("ids")
-                .assignTimestampsAndWatermarks(WatermarkStrategy
-                        .<Long>forBoundedOutOfOrderness(Duration.ofMillis(OUT_OF_ORDERNESS_MS))
-                        .withTimestampAssigner((id, ts) -> eventTime(id)))
+                .assignTimestampsAndWatermarks(times)
                 .name("event-times");
         if (pacer != null) {
             s = s.map(pacer).name("pacer");
@@ -90,6 +100,24 @@ final class HandoverJob {
                 break;
         }
         s.sinkTo(new RecordingSink(recorderKey)).name("ids-sink");
+    }
+
+    /**
+     * Bounded out-of-orderness watermarks of the ids' event times ({@link #eventTime}), not of
+     * their Flink timestamps: the watermarks of a job whose event time is a field of the record.
+     */
+    static final class EventTimeWatermarks implements org.apache.flink.api.common.eventtime.WatermarkGenerator<Long> {
+        private long max = Long.MIN_VALUE + OUT_OF_ORDERNESS_MS + 1;
+
+        @Override
+        public void onEvent(Long id, long timestamp, org.apache.flink.api.common.eventtime.WatermarkOutput output) {
+            max = Math.max(max, eventTime(id));
+        }
+
+        @Override
+        public void onPeriodicEmit(org.apache.flink.api.common.eventtime.WatermarkOutput output) {
+            output.emitWatermark(new org.apache.flink.api.common.eventtime.Watermark(max - OUT_OF_ORDERNESS_MS - 1));
+        }
     }
 
     /** Sleeps 1 ms every {@code every} records (per subtask) to make a job last a few seconds. */
@@ -150,7 +178,7 @@ final class HandoverJob {
 
     /**
      * Counts, per recorder key, how many times each id reached a sink, and how many records
-     * reached it late (timestamp at or below the sink's current watermark).
+     * reached it late (Flink timestamp at or below the sink's current watermark).
      */
     static final class Recorder {
         static final Map<String, AtomicIntegerArray> COUNTS = new ConcurrentHashMap<>();
