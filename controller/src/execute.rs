@@ -71,6 +71,10 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
                     .await?;
             }
             Action::DeleteChild(color) => {
+                // The binding first: a crash in between leaves the child, so the replan deletes
+                // both; the other way round the binding would outlive it.
+                let bindings: Api<RoleBinding> = Api::namespaced(ctx.client.clone(), &namespace);
+                delete_if_present(&bindings, &gate_rbac::role_binding_name(&name, *color)).await?;
                 delete_if_present(&children, &child_name(&name, *color)).await?;
             }
             Action::TriggerSavepoint(color) => {

@@ -1,7 +1,7 @@
 //! Sidecar injection and gate RBAC on the local stack: the controller creates the gates' Role and
 //! a RoleBinding per color before it applies a child, injects the `bluegreen-sidecar` into the
 //! child's TaskManager pod template next to the user's containers, leaves it out when turned off,
-//! and everything it created goes with the resource.
+//! deletes a color's RoleBinding with its child, and everything it created goes with the resource.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -179,6 +179,32 @@ async fn assert_enforced(
     Ok(())
 }
 
+/// Waits until the child of `color` and its gates' RoleBinding are both gone; fails when the
+/// binding outlives the child by `WAIT`.
+async fn binding_goes_with_child(stack: &LocalStack, color: Color) -> anyhow::Result<()> {
+    let children: Api<DynamicObject> = Api::namespaced_with(
+        stack.client.clone(),
+        NAMESPACE,
+        &flink_deployment_resource(),
+    );
+    let bindings: Api<RoleBinding> = Api::namespaced(stack.client.clone(), NAMESPACE);
+    let child = format!("orders-{}", color.suffix());
+    let binding = gate_rbac::role_binding_name("orders", color);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let child_left = children.get_opt(&child).await?.is_some();
+        let binding_left = bindings.get_opt(&binding).await?.is_some();
+        if !child_left && !binding_left {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "after {WAIT:?}: child {child} left: {child_left}, its RoleBinding {binding} left: {binding_left}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_controller_injects_the_sidecar_and_grants_exactly_the_configmap() -> anyhow::Result<()>
 {
@@ -239,6 +265,16 @@ async fn the_controller_injects_the_sidecar_and_grants_exactly_the_configmap() -
         ["flink-main-container", "log-shipper", SIDECAR_CONTAINER]
     );
     assert_sidecar_env(&pod, "GREEN");
+    // Once blue's child is deleted, its account no longer reads the ConfigMap.
+    binding_goes_with_child(&stack, Color::Blue).await?;
+    assert_eq!(
+        bound_accounts(
+            &bindings
+                .get(&gate_rbac::role_binding_name("orders", Color::Green))
+                .await?
+        ),
+        ["orders-v2"]
+    );
 
     // Deleting the resource deletes what it owns.
     stack

@@ -40,7 +40,7 @@ pub enum Action {
         /// The failed incoming job's own latest completed checkpoint.
         restore_path: String,
     },
-    /// Delete the child of `color`.
+    /// Delete the child of `color`, after the RoleBinding that lets its gates read the ConfigMap.
     DeleteChild(Color),
     /// Trigger a savepoint of the child of `color` through Flink's REST API and record the
     /// trigger id in the status.
