@@ -57,7 +57,13 @@ if [[ -z "${BLUEGREEN_GATE_JNI_LIBRARY:-}" ]]; then
   cargo build --quiet --locked -p bluegreen-gate-jni $([[ $JNI_PROFILE == release ]] && echo --release)
   BLUEGREEN_GATE_JNI_LIBRARY="$PWD/target/$JNI_PROFILE/libbluegreen_gate_jni.so"
 fi
+# Every JVM's temporary files (Flink's 24 MB RPC jar and I/O directories per MiniCluster, the tests'
+# sink directories) in one directory of this run, removed at the end: the test runner halts the JVM,
+# so nothing of Flink's own clean-up runs, and in the shared /tmp they added up to tens of gigabytes.
+JAVA_TMP="$(mktemp -d "$PWD/target/jvm/tmp.XXXXXX")"
+trap 'rm -rf "$JAVA_TMP"' EXIT
 JAVA_PROPS=(
+  -Djava.io.tmpdir="$JAVA_TMP"
   -Dbluegreen.repo="$PWD"
   -Dbluegreen.gate.jni.library="$BLUEGREEN_GATE_JNI_LIBRARY"
   -Dbluegreen.sidecar.binary="$PWD/target/debug/bluegreen-sidecar"
@@ -65,7 +71,8 @@ JAVA_PROPS=(
 )
 if [[ "$MODE" == bench ]]; then
   CP="target/jvm/test-classes:target/jvm/classes:$(ls "$LIB"/*.jar | tr '\n' ':')"
-  exec java ${JAVA_OPTS:--Xmx1g} -XX:+UseSerialGC "$LOG4J" "${JAVA_PROPS[@]}" -cp "$CP" "$MAIN" "$@"
+  java ${JAVA_OPTS:--Xmx1g} -XX:+UseSerialGC "$LOG4J" "${JAVA_PROPS[@]}" -cp "$CP" "$MAIN" "$@"
+  exit
 fi
 
 PASSED=0

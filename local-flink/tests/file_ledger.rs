@@ -380,6 +380,8 @@ fn self_test_output() -> Option<(PathBuf, Option<tempfile::TempDir>)> {
         }
     }
     let out = tempfile::tempdir().unwrap();
+    // Flink's temporary files (24 MB per MiniCluster) go with the test, not into the shared /tmp.
+    let java_tmp = tempfile::tempdir().unwrap();
     let classpath = format!(
         "{}:{}:{}/*",
         jar.display(),
@@ -390,6 +392,7 @@ fn self_test_output() -> Option<(PathBuf, Option<tempfile::TempDir>)> {
     let run = match Command::new("java")
         .args([
             "-Xmx1g",
+            &format!("-Djava.io.tmpdir={}", java_tmp.path().display()),
             "-cp",
             &classpath,
             "io.bluegreen.examples.SelfTest",

@@ -187,7 +187,7 @@ impl RealFlink {
     }
 
     /// The deployment's directory: `checkpoints/`, `savepoints/` and `run-N/` (each with
-    /// `flink.log`, `launcher.log`, `sidecar.log` and `flink-conf.properties`).
+    /// `flink.log`, `launcher.log`, `sidecar.log`, `flink-conf.properties` and the JVM's `tmp/`).
     pub fn deployment_dir(&self, d: &DeploymentRef) -> PathBuf {
         self.shared.deployment_dir(d)
     }

@@ -172,8 +172,13 @@ impl JobProcess {
             options.launcher_jar.display(),
             options.flink_lib.display()
         );
+        // Flink's temporary files in the run's own directory, as in a pod's: a killed JVM
+        // never deletes them (its RPC jar alone is 24 MB).
+        let tmp = run_dir.join("tmp");
+        fs::create_dir_all(&tmp).map_err(io_error("creating", &tmp))?;
         let mut cmd = Command::new(&options.java);
         cmd.arg(format!("-Xmx{}", options.jvm_heap))
+            .arg(format!("-Djava.io.tmpdir={}", tmp.display()))
             .args(&options.jvm_options)
             .arg(format!("-Dlog4j.configurationFile={}", log4j.display()))
             .arg(format!(
