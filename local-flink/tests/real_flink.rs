@@ -99,8 +99,6 @@ struct Fixture {
     flink: RealFlink,
     api: Api<DynamicObject>,
     http: reqwest::Client,
-    /// The runner's work directory.
-    work_dir: PathBuf,
     /// Kept when `BLUEGREEN_KEEP_WORK_DIR` is set (logs of every run).
     _dir: Option<tempfile::TempDir>,
 }
@@ -139,7 +137,6 @@ async fn fixture() -> Option<Fixture> {
         flink,
         api,
         http: reqwest::Client::new(),
-        work_dir: dir.path().to_owned(),
         _dir: if std::env::var_os("BLUEGREEN_KEEP_WORK_DIR").is_some() {
             eprintln!("work dir kept: {}", dir.keep().display());
             None
@@ -389,7 +386,7 @@ async fn a_job_runs_behind_the_proxy_upgrades_with_its_state_and_is_cancelled_on
     // Flink's temporary files (its RPC jar, 24 MB, I/O and shuffle directories) stay in the run's
     // directory: a JVM that is killed never deletes them, and in the shared /tmp they added up to
     // tens of gigabytes over the test suites.
-    let run_tmp = f.work_dir.join(NS).join(name).join("run-1").join("tmp");
+    let run_tmp = f.flink.deployment_dir(&d).join("run-1").join("tmp");
     let rpc_jar = std::fs::read_dir(&run_tmp).is_ok_and(|entries| {
         entries.flatten().any(|e| {
             let path = e.path();
