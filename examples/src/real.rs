@@ -67,11 +67,8 @@ impl Artifacts {
                 target.join("flink").join(FLINK_VERSION).join(".complete"),
                 "scripts/flink-jars.sh",
             ),
-            (a.launcher.clone(), "scripts/build-launcher.sh"),
-            (
-                a.job_jar.clone(),
-                "scripts/java-build.sh && scripts/build-example-job.sh",
-            ),
+            (a.launcher.clone(), "mvn -B -q package -DskipTests"),
+            (a.job_jar.clone(), "mvn -B -q package -DskipTests"),
             (a.sidecar.clone(), sidecar_build),
         ] {
             ensure!(

@@ -1,6 +1,6 @@
 //! The file ledger (`bluegreen_local_flink::file_ledger`) over part files written by the test: a clean
 //! output is clean, and each planted defect is reported exactly. Then the output of a real run of
-//! the example job on Flink (`scripts/build-example-job.sh --test`), if it can be had.
+//! the example job on Flink (`SelfTest`, built by `mvn -B package -DskipTests`), if it can be had.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -373,7 +373,7 @@ fn self_test_output() -> Option<(PathBuf, Option<tempfile::TempDir>)> {
     ] {
         if !path.exists() {
             eprintln!(
-                "SKIPPED: {what} not found at {} (run scripts/java-build.sh && scripts/build-example-job.sh --test)",
+                "SKIPPED: {what} not found at {} (run `mvn -B -q package -DskipTests` and `scripts/flink-jars.sh`)",
                 path.display()
             );
             return None;

@@ -1,5 +1,5 @@
 //! Real mode on real Flink 1.20: FlinkDeployments run as MiniCluster JVMs (the launcher of
-//! `local-flink/launcher`, built by `scripts/build-launcher.sh`), with their REST APIs behind the
+//! `local-flink/launcher`, built by Maven into `target/launcher/`), with their REST APIs behind the
 //! runner's proxy and a real `bluegreen-sidecar` each. The test job is
 //! `local-flink/launcher/src/test/java/.../CountingJob.java`: it exports `firstSequence` (0 on a fresh
 //! start, the resume position after a restore) and `stateMismatches` (keyed counts that do not
@@ -70,9 +70,17 @@ fn built() -> Option<&'static Built> {
                 }
             }
             let root = root();
-            let launcher_jar = PathBuf::from(run(&mut Command::new(
-                root.join("scripts/build-launcher.sh"),
-            )));
+            run(Command::new("mvn")
+                .args([
+                    "-B",
+                    "-q",
+                    "package",
+                    "-DskipTests",
+                    "-pl",
+                    "local-flink/launcher",
+                ])
+                .current_dir(&root));
+            let launcher_jar = root.join("target/launcher/bluegreen-launcher.jar");
             let flink_lib =
                 PathBuf::from(run(&mut Command::new(root.join("scripts/flink-jars.sh"))));
             run(Command::new(env!("CARGO"))
@@ -85,7 +93,7 @@ fn built() -> Option<&'static Built> {
                 ])
                 .current_dir(&root));
             Some(Built {
-                test_job_jar: launcher_jar.with_file_name("bluegreen-test-job.jar"),
+                test_job_jar: launcher_jar.with_file_name("bluegreen-launcher-test-job.jar"),
                 flink_lib,
                 launcher_jar,
                 sidecar: root.join("target/debug/bluegreen-sidecar"),

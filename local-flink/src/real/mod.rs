@@ -1,6 +1,6 @@
 //! Real mode: every `FlinkDeployment` whose `spec.job.jarURI` is a local jar runs as a real
 //! Flink 1.20 job, one JVM per deployment (a MiniCluster started by the Java launcher,
-//! `local-flink/launcher`, built by `scripts/build-launcher.sh`), with the real `bluegreen-sidecar`
+//! `local-flink/launcher`, built by Maven), with the real `bluegreen-sidecar`
 //! next to it, and its status moved the way the Apache Flink Kubernetes Operator moves it.
 //!
 //! * [`RealFlink::start`] watches `FlinkDeployment`s (as JSON) and runs one actor per resource.
@@ -44,7 +44,7 @@ use crate::Error;
 pub struct RealFlinkOptions {
     /// Flink's `lib/` directory (the jars `scripts/flink-jars.sh` installs).
     pub flink_lib: PathBuf,
-    /// `target/launcher/bluegreen-launcher.jar` (`scripts/build-launcher.sh`).
+    /// `target/launcher/bluegreen-launcher.jar` (`mvn -B package -DskipTests`).
     pub launcher_jar: PathBuf,
     /// The `bluegreen-sidecar` binary; `None`: no sidecar (and no `BLUEGREEN_SIDECAR_URL`).
     pub sidecar_binary: Option<PathBuf>,

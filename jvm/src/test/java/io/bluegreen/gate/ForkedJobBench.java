@@ -14,7 +14,10 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 /**
  * Job throughput with and without the gate, one fresh JVM per measurement (as JMH forks), for
- * docs/performance.md (run: {@code scripts/java-test.sh --forked-bench [PAIRS [RECORDS [ROUNDS [VARIANTS [PIPELINES]]]]]}).
+ * docs/performance.md (run: {@code mvn -B -q -pl jvm test-compile exec:exec -Dexec.executable=java -Dexec.classpathScope=test
+ * -Dexec.args="-Xmx1g -XX:+UseSerialGC -cp %classpath io.bluegreen.gate.ForkedJobBench [PAIRS [RECORDS [ROUNDS [VARIANTS [PIPELINES]]]]]"}).
+ * JMH could fork the JVMs, but not take what this measures: the CPU time of a Flink job's task
+ * threads, per job run, paired ABBA with the baseline's.
  *
  * <p>Why forks: in one JVM the jobs of every variant share Flink's classes, so the JIT's profile
  * and inlining of the operator chain depend on which variants ran before; and two JVMs of the

@@ -1,27 +1,32 @@
 package io.bluegreen.gate;
 
-import static io.bluegreen.gate.TestRunner.checkEq;
-import static io.bluegreen.gate.TestRunner.test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /** The statistics of {@link ForkedJobBench}: the confidence interval of a median. */
 final class ForkedJobBenchTest {
-    private ForkedJobBenchTest() {}
+    /**
+     * Known ranks of the distribution-free 95 % interval (1-based): n=10 → x(2), x(9);
+     * n=15 → x(4), x(12); n=20 → x(6), x(15); n=100 → x(40), x(61); n<=6 → the whole range.
+     */
+    static Stream<Arguments> ranks() {
+        return Stream.of(Arguments.of(5, 1, 5), Arguments.of(6, 1, 6), Arguments.of(10, 2, 9), Arguments.of(15, 4, 12),
+                Arguments.of(20, 6, 15), Arguments.of(100, 40, 61));
+    }
 
-    static void register() {
-        // Known ranks of the distribution-free 95 % interval (1-based): n=10 → x(2), x(9);
-        // n=15 → x(4), x(12); n=20 → x(6), x(15); n=100 → x(40), x(61); n<=6 → the whole range.
-        int[][] ranks = {{5, 1, 5}, {6, 1, 6}, {10, 2, 9}, {15, 4, 12}, {20, 6, 15}, {100, 40, 61}};
-        for (int[] r : ranks) {
-            int n = r[0];
-            test("forked bench: the 95% interval of the median of " + n + " values is x(" + r[1] + ")..x(" + r[2] + ")", () -> {
-                double[] xs = new double[n];
-                for (int i = 0; i < n; i++) {
-                    xs[i] = (i * 7919L) % n + 1; // 1..n, shuffled
-                }
-                double[] ci = ForkedJobBench.medianInterval(xs);
-                checkEq((double) r[1], ci[0], "lower bound");
-                checkEq((double) r[2], ci[1], "upper bound");
-            });
+    @ParameterizedTest(name = "forked bench: the 95% interval of the median of {0} values is x({1})..x({2})")
+    @MethodSource("ranks")
+    void medianInterval(int n, int lower, int upper) {
+        double[] xs = new double[n];
+        for (int i = 0; i < n; i++) {
+            xs[i] = (i * 7919L) % n + 1; // 1..n, shuffled
         }
+        double[] ci = ForkedJobBench.medianInterval(xs);
+        assertEquals((double) lower, ci[0], "lower bound");
+        assertEquals((double) upper, ci[1], "upper bound");
     }
 }

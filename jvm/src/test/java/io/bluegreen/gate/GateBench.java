@@ -2,100 +2,21 @@ package io.bluegreen.gate;
 
 import java.util.Arrays;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.util.Collector;
 
 /**
- * Performance figures for docs/performance.md (run: {@code scripts/java-test.sh --bench}).
+ * Job-throughput figures for docs/performance.md: Flink job throughput on a MiniCluster without
+ * any gate, with the gate operator ({@link GateOperator}) and with the gate inside the sink
+ * ({@link GatedSink}), runs rotated: (a) a trivial pipeline (ids, event times, watermarks →
+ * discarding sink, plus reference variants that attribute the cost) and (b) a realistic one
+ * ({@link Realistic}: keyed state, serialization, a FileSink). {@link ForkedJobBench} runs the
+ * same pipelines one JVM per measurement; the decision path alone is {@link DecisionBench} (JMH).
  *
- * <ol>
- *   <li>Decision path: ns/record of {@code GateProcessFunction.processElement} vs an identity
- *       ProcessFunction, called in a loop with a reused context (warmup, then the median of rounds);
- *       and of the gate in the sink ({@link GatedSink}'s writer) vs a writer that only delegates,
- *       on a cache-resident working set, with bytes allocated per record.
- *   <li>Flink job throughput on a MiniCluster without any gate, with the gate operator
- *       ({@link GateOperator}) and with the gate inside the sink ({@link GatedSink}), runs rotated:
- *       (a) a trivial pipeline (ids, event times, watermarks → discarding sink, plus reference
- *       variants that attribute the cost) and (b) a realistic one ({@link Realistic}: keyed state,
- *       serialization, a FileSink).
- * </ol>
+ * <p>Run: {@code mvn -B -q -pl jvm test-compile exec:exec -Dexec.executable=java -Dexec.classpathScope=test
+ * -Dexec.args="-Xmx1g -XX:+UseSerialGC -cp %classpath io.bluegreen.gate.GateBench [RECORDS [RUNS [--object-reuse]]]"}.
  */
 public final class GateBench {
     private GateBench() {}
-
-    static final class MutableContext {
-        long ts;
-    }
-
-    static final class Sink implements Collector<Long> {
-        long sum;
-
-        @Override
-        public void collect(Long record) {
-            sum += record;
-        }
-
-        @Override
-        public void close() {}
-    }
-
-    /** A second baseline: reads the record's timestamp through the Flink API (boxed Long) and emits. */
-    static final class TimestampReader extends ProcessFunction<Long, Long> {
-        private static final long serialVersionUID = 1L;
-        long max = Long.MIN_VALUE;
-
-        @Override
-        public void processElement(Long value, Context ctx, Collector<Long> out) {
-            Long ts = ctx.timestamp();
-            if (ts != null && ts > max) {
-                max = ts;
-            }
-            out.collect(value);
-        }
-    }
-
-    static double nsPerRecord(ProcessFunction<Long, Long> fn, Long[] values, long[] times, int rounds) throws Exception {
-        MutableContext holder = new MutableContext();
-        ProcessFunction<Long, Long>.Context ctx = fn.new Context() {
-            @Override
-            public Long timestamp() {
-                return holder.ts;
-            }
-
-            @Override
-            public org.apache.flink.streaming.api.TimerService timerService() {
-                throw new UnsupportedOperationException();
-            }
-
-            @Override
-            public <X> void output(org.apache.flink.util.OutputTag<X> outputTag, X value) {
-                throw new UnsupportedOperationException();
-            }
-        };
-        Sink out = new Sink();
-        double[] r = new double[rounds];
-        for (int round = 0; round < rounds; round++) {
-            long t0 = System.nanoTime();
-            for (int i = 0; i < values.length; i++) {
-                holder.ts = times[i];
-                fn.processElement(values[i], ctx, out);
-            }
-            r[round] = (System.nanoTime() - t0) / (double) values.length;
-        }
-        if (out.sum == 42) {
-            System.out.print("");
-        }
-        Arrays.sort(r);
-        return r[rounds / 2];
-    }
-
-    static GateProcessFunction<Long> gate(Color color, CoordinationState state) throws Exception {
-        String ch = "bench-" + color + "-" + state.stage() + "-" + System.nanoTime();
-        ManualStateSource.channel(ch).publish(state);
-        GateProcessFunction<Long> g = new GateProcessFunction<>(color, new ManualStateSource(ch));
-        g.start(new org.apache.flink.metrics.groups.UnregisteredMetricsGroup(), "bench");
-        return g;
-    }
 
     public static void main(String[] args) {
         haltOnFailure(() -> run(args));
@@ -146,52 +67,7 @@ public final class GateBench {
         if (args.length > 0 && args[0].equals("--profile")) {
             profile(args);
         }
-        int n = 1 << 20;
-        Long[] values = new Long[n];
-        long[] times = new long[n];
-        for (int i = 0; i < n; i++) {
-            values[i] = (long) i;
-            times[i] = HandoverJob.eventTime(i);
-        }
-        long w = HandoverJob.eventTime(n / 2);
         CoordinationState running = CoordinationState.of(0, Color.BLUE, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, 0);
-        CoordinationState set = CoordinationState.of(1, Color.GREEN, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, w, 0);
-        ProcessFunction<Long, Long> identity = new HandoverJob.Identity();
-        ProcessFunction<Long, Long> gateRunning = gate(Color.BLUE, running);
-        ProcessFunction<Long, Long> gateSplit = gate(Color.BLUE, set);
-        // Warmup: all three through the same call site, so the comparison is fair (megamorphic).
-        for (int i = 0; i < 5; i++) {
-            nsPerRecord(new TimestampReader(), values, times, 3);
-            nsPerRecord(identity, values, times, 3);
-            nsPerRecord(gateRunning, values, times, 3);
-            nsPerRecord(gateSplit, values, times, 3);
-        }
-        int rounds = 11;
-        int reps = 7;
-        double[][] m = new double[4][reps];
-        ProcessFunction<Long, Long>[] fns = new ProcessFunction[] {identity, gateRunning, gateSplit, new TimestampReader()};
-        for (int rep = 0; rep < reps; rep++) {
-            for (int f = 0; f < fns.length; f++) {
-                m[f][rep] = nsPerRecord(fns[f], values, times, rounds);
-            }
-        }
-        double[] med = new double[4];
-        String[] range = new String[4];
-        for (int f = 0; f < 4; f++) {
-            Arrays.sort(m[f]);
-            med[f] = m[f][reps / 2];
-            range[f] = String.format("%.2f..%.2f", m[f][0], m[f][reps - 1]);
-        }
-        System.out.printf("decision path (%d records, %d interleaved reps of %d rounds; median of rep medians, [min..max]):%n"
-                + "  identity ProcessFunction          %.2f ns/record [%s]%n"
-                + "  gate, RUNNING (every record PASS) %.2f ns/record [%s]  (+%.2f ns over identity)%n"
-                + "  gate, W set, outgoing (half PASS, half DROP) %.2f ns/record [%s]%n"
-                + "  timestamp reader (ctx.timestamp() + max, emits all) %.2f ns/record [%s]%n",
-                n, reps, rounds, med[0], range[0], med[1], range[1], med[1] - med[0], med[2], range[2], med[3], range[3]);
-        writerPath(values, times, running);
-        if (args.length > 0 && args[0].equals("--decision-only")) {
-            Runtime.getRuntime().halt(0);
-        }
         long records = args.length > 0 ? Long.parseLong(args[0]) : 30_000_000L;
         int jobReps = args.length > 1 ? Integer.parseInt(args[1]) : 7;
         boolean objectReuse = args.length > 2 && args[2].equals("--object-reuse");
@@ -282,156 +158,6 @@ public final class GateBench {
         "gate operator (GateSinkWrapper.sinkTo)",
         "gate in the sink (GatedSink.wrap)",
     };
-
-    /** A sink writer that sums what it is given (the end of the writer-path benchmark). */
-    static final class SumWriter implements org.apache.flink.api.connector.sink2.SinkWriter<Long> {
-        long sum;
-
-        @Override
-        public void write(Long v, Context context) {
-            sum += v;
-        }
-
-        @Override
-        public void flush(boolean endOfInput) {}
-
-        @Override
-        public void close() {}
-    }
-
-    /** A sink of {@link SumWriter}s (DiscardingSink only to compile against Flink 1.20 and 2.x). */
-    static final class SumSink extends org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink<Long> {
-        private static final long serialVersionUID = 1L;
-
-        @Override
-        public org.apache.flink.api.connector.sink2.SinkWriter<Long> createWriter(org.apache.flink.api.connector.sink2.WriterInitContext c) {
-            return new SumWriter();
-        }
-    }
-
-    /** Flink's sink writer context as SinkWriterOperator implements it: the timestamp boxed on every call. */
-    static final class BoxingContext implements org.apache.flink.api.connector.sink2.SinkWriter.Context {
-        long ts;
-
-        @Override
-        public long currentWatermark() {
-            return Long.MIN_VALUE;
-        }
-
-        @Override
-        public Long timestamp() {
-            return ts;
-        }
-    }
-
-    /** A writer init context with what the gated writer needs; its timers never fire. */
-    static org.apache.flink.api.connector.sink2.WriterInitContext fakeInitContext() {
-        org.apache.flink.api.common.operators.ProcessingTimeService time = (org.apache.flink.api.common.operators.ProcessingTimeService)
-                java.lang.reflect.Proxy.newProxyInstance(GateBench.class.getClassLoader(),
-                        new Class<?>[] {org.apache.flink.api.common.operators.ProcessingTimeService.class}, (proxy, m, a) ->
-                                m.getName().equals("getCurrentProcessingTime") ? (Object) 0L : null);
-        org.apache.flink.metrics.groups.SinkWriterMetricGroup metrics =
-                org.apache.flink.metrics.groups.UnregisteredMetricsGroup.createSinkWriterMetricGroup();
-        return (org.apache.flink.api.connector.sink2.WriterInitContext) java.lang.reflect.Proxy.newProxyInstance(
-                GateBench.class.getClassLoader(), new Class<?>[] {org.apache.flink.api.connector.sink2.WriterInitContext.class}, (proxy, m, a) -> {
-                    switch (m.getName()) {
-                        case "createInputSerializer":
-                            return org.apache.flink.api.common.typeutils.base.LongSerializer.INSTANCE;
-                        case "getProcessingTimeService":
-                            return time;
-                        case "metricGroup":
-                            return metrics;
-                        case "getMailboxExecutor":
-                            return null; // only a full hold buffer yields; nothing is held here
-                        default:
-                            throw new UnsupportedOperationException(m.getName());
-                    }
-                });
-    }
-
-    /** Passes over the small working set per round (4096 records, cache-resident: the loop is compute-bound). */
-    static final int WRITER_PASSES = 256;
-
-    static double writerNsPerRecord(org.apache.flink.api.connector.sink2.SinkWriter<Long> w, Long[] values, long[] times, int rounds)
-            throws Exception {
-        BoxingContext ctx = new BoxingContext();
-        double[] r = new double[rounds];
-        for (int round = 0; round < rounds; round++) {
-            long t0 = System.nanoTime();
-            for (int pass = 0; pass < WRITER_PASSES; pass++) {
-                for (int i = 0; i < values.length; i++) {
-                    ctx.ts = times[i];
-                    w.write(values[i], ctx);
-                }
-            }
-            r[round] = (System.nanoTime() - t0) / (double) (values.length * WRITER_PASSES);
-        }
-        Arrays.sort(r);
-        return r[rounds / 2];
-    }
-
-    /**
-     * The gate inside the sink, per record: {@code GatedSink}'s writer (RUNNING, every record
-     * PASS) vs the bare writer and vs a wrapper that only delegates, all called through one call
-     * site with Flink's boxing context.
-     */
-    @SuppressWarnings({"unchecked", "rawtypes", "cast"})
-    static void writerPath(Long[] allValues, long[] allTimes, CoordinationState state) throws Exception {
-        Long[] values = Arrays.copyOf(allValues, 4096);
-        long[] times = Arrays.copyOf(allTimes, 4096);
-        String ch = "bench-writer-" + System.nanoTime();
-        ManualStateSource.channel(ch).publish(state);
-        SumWriter bare = new SumWriter();
-        org.apache.flink.api.connector.sink2.SinkWriter<Long> delegating = new org.apache.flink.api.connector.sink2.SinkWriter<>() {
-            @Override
-            public void write(Long v, Context context) throws java.io.IOException, InterruptedException {
-                bare.write(v, context);
-            }
-
-            @Override
-            public void flush(boolean endOfInput) {}
-
-            @Override
-            public void close() {}
-        };
-        org.apache.flink.api.connector.sink2.SinkWriter<Long> gated = ((GatedSink<Long>) GatedSink.wrap(new SumSink(),
-                new GateProcessFunction<>(Color.BLUE, new ManualStateSource(ch)))).createWriter(fakeInitContext());
-        org.apache.flink.api.connector.sink2.SinkWriter<Long>[] writers = new org.apache.flink.api.connector.sink2.SinkWriter[] {bare, delegating, gated};
-        for (int i = 0; i < 5; i++) {
-            for (org.apache.flink.api.connector.sink2.SinkWriter<Long> w : writers) {
-                writerNsPerRecord(w, values, times, 3);
-            }
-        }
-        int reps = 7;
-        double[][] m = new double[3][reps];
-        for (int rep = 0; rep < reps; rep++) {
-            for (int k = 0; k < 3; k++) {
-                m[k][rep] = writerNsPerRecord(writers[k], values, times, 11);
-            }
-        }
-        double[] bytes = new double[3];
-        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
-        for (int k = 0; k < 3; k++) {
-            long b0 = mx.getThreadAllocatedBytes(Thread.currentThread().getId());
-            writerNsPerRecord(writers[k], values, times, 1);
-            bytes[k] = (mx.getThreadAllocatedBytes(Thread.currentThread().getId()) - b0) / (double) (values.length * WRITER_PASSES);
-        }
-        double[] med = new double[3];
-        String[] range = new String[3];
-        for (int k = 0; k < 3; k++) {
-            Arrays.sort(m[k]);
-            med[k] = m[k][reps / 2];
-            range[k] = String.format("%.2f..%.2f", m[k][0], m[k][reps - 1]);
-        }
-        System.out.printf("writer path (the gate in the sink; %d records x %d passes per round, Flink's boxing context, one megamorphic"
-                + " call site, %d interleaved reps of 11 rounds; median of rep medians, [min..max]):%n"
-                + "  bare writer                          %.2f ns/record [%s], %.2f bytes/record allocated%n"
-                + "  delegating wrapper                   %.2f ns/record [%s], %.2f bytes/record allocated%n"
-                + "  gated writer, RUNNING (every PASS)   %.2f ns/record [%s], %.2f bytes/record allocated  (+%.2f ns over the delegating wrapper)%n",
-                values.length, WRITER_PASSES, reps, med[0], range[0], bytes[0], med[1], range[1], bytes[1], med[2], range[2], bytes[2],
-                med[2] - med[1]);
-        gated.close();
-    }
 
     /** CPU time (ns) of the task threads per run key, added by {@link CpuSink} and the realistic functions on close. */
     static final java.util.Map<String, java.util.concurrent.atomic.AtomicLong> CPU_NS = new java.util.concurrent.ConcurrentHashMap<>();

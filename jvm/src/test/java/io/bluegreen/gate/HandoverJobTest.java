@@ -2,10 +2,8 @@ package io.bluegreen.gate;
 
 import static io.bluegreen.gate.Color.BLUE;
 import static io.bluegreen.gate.Color.GREEN;
-import static io.bluegreen.gate.TestRunner.check;
-import static io.bluegreen.gate.TestRunner.checkEq;
-import static io.bluegreen.gate.TestRunner.findCause;
-import static io.bluegreen.gate.TestRunner.test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
@@ -15,6 +13,8 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.function.Consumer;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
 
 /**
  * Real Flink jobs on a local MiniCluster: a blue job and a green job, each with a
@@ -23,8 +23,6 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * does); the oracle then checks that both outputs together hold every id exactly once.
  */
 final class HandoverJobTest {
-    private HandoverJobTest() {}
-
     private static final AtomicInteger SEQ = new AtomicInteger();
     static final int P = 2;
 
@@ -181,13 +179,13 @@ final class HandoverJobTest {
                     .mapToLong(Long::parseLong).sum();
             long greenAge = flink.subtaskMetric(green, gv, P, GateProcessFunction.METRIC_HELD_OLDEST_AGE).stream()
                     .mapToLong(Long::parseLong).min().getAsLong();
-            check(greenBytes >= 8L * 1_000, "green's held bytes (8 per id): " + greenBytes);
-            check(greenAge >= holdMs, "green's oldest held record is older than the hold: " + greenAge + " ms");
+            assertTrue(greenBytes >= 8L * 1_000, "green's held bytes (8 per id): " + greenBytes);
+            assertTrue(greenAge >= holdMs, "green's oldest held record is older than the hold: " + greenAge + " ms");
             long expected = holdMs / 1000;
-            check(b1 - b0 >= expected / 2, "blue completed " + (b1 - b0) + " checkpoints during a " + holdMs + " ms hold");
-            check(g1 - g0 >= expected / 2, "green completed " + (g1 - g0) + " checkpoints during a " + holdMs + " ms hold");
-            check(maxHeldBlue > 0 && maxHeldGreen > 0, "both gates held records: blue " + maxHeldBlue + ", green " + maxHeldGreen);
-            check(blueWatermark > w, "blue's report line shows its input watermark past W: " + blueWatermark + " vs " + w);
+            assertTrue(b1 - b0 >= expected / 2, "blue completed " + (b1 - b0) + " checkpoints during a " + holdMs + " ms hold");
+            assertTrue(g1 - g0 >= expected / 2, "green completed " + (g1 - g0) + " checkpoints during a " + holdMs + " ms hold");
+            assertTrue(maxHeldBlue > 0 && maxHeldGreen > 0, "both gates held records: blue " + maxHeldBlue + ", green " + maxHeldGreen);
+            assertTrue(blueWatermark > w, "blue's report line shows its input watermark past W: " + blueWatermark + " vs " + w);
             ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, w, GREEN));
             Throwable blueErr = flink.await(blue, 180_000 + holdMs);
             Throwable greenErr = flink.await(green, 180_000 + holdMs);
@@ -195,8 +193,8 @@ final class HandoverJobTest {
                 throw new AssertionError("jobs failed: blue=" + blueErr + " green=" + greenErr, blueErr != null ? blueErr : greenErr);
             }
             HandoverJob.Verdict v = new HandoverJob.Verdict(blueOut, greenOut);
-            check(v.exactlyOnce(), "exactly once violated: " + v);
-            checkEq(0L, HandoverJob.Recorder.late(run + "/blue") + HandoverJob.Recorder.late(run + "/green"),
+            assertTrue(v.exactlyOnce(), "exactly once violated: " + v);
+            assertEquals(0L, HandoverJob.Recorder.late(run + "/blue") + HandoverJob.Recorder.late(run + "/green"),
                     "records behind the watermark at the sinks");
             return "hold " + holdMs + " ms: checkpoints completed during the hold: blue " + (b1 - b0) + ", green " + (g1 - g0)
                     + "; held at most: blue " + maxHeldBlue + ", green " + maxHeldGreen + " records; green at the end: " + greenBytes
@@ -276,7 +274,7 @@ final class HandoverJobTest {
                         GateProcessFunction.METRIC_HELD_RECORDS);
                 if (greenHeld != null) {
                     for (String h : greenHeld) {
-                        check(Long.parseLong(h) <= GREEN_HOLD_RECORDS, "green holds at most its bound: " + greenHeld);
+                        assertTrue(Long.parseLong(h) <= GREEN_HOLD_RECORDS, "green holds at most its bound: " + greenHeld);
                     }
                 }
                 publish.accept(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, w, GREEN));
@@ -290,16 +288,16 @@ final class HandoverJobTest {
                 publish.accept(st(1, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN).withFloor(w));
 
                 HandoverJob.Verdict v = new HandoverJob.Verdict(blueOut, greenOut);
-                check(v.exactlyOnce(), "exactly once violated: " + v);
-                checkEq(0L, HandoverJob.Recorder.late(run + "/blue") + HandoverJob.Recorder.late(run + "/green"),
+                assertTrue(v.exactlyOnce(), "exactly once violated: " + v);
+                assertEquals(0L, HandoverJob.Recorder.late(run + "/blue") + HandoverJob.Recorder.late(run + "/green"),
                         "records behind the watermark at the sinks");
-                check(v.blue >= n / 4 && v.green >= n / 20, "both colors emitted a real share: " + v);
+                assertTrue(v.blue >= n / 4 && v.green >= n / 20, "both colors emitted a real share: " + v);
                 for (int id = 0; id < n; id++) {
                     long t = HandoverJob.eventTime(id);
                     if (blueOut.get(id) == 1) {
-                        check(t <= w, "blue emitted id " + id + " with t=" + t + " > W=" + w);
+                        assertTrue(t <= w, "blue emitted id " + id + " with t=" + t + " > W=" + w);
                     } else {
-                        check(t > w, "green emitted id " + id + " with t=" + t + " <= W=" + w);
+                        assertTrue(t > w, "green emitted id " + id + " with t=" + t + " <= W=" + w);
                     }
                 }
                 return n + " ids, W=" + (w - HandoverJob.BASE) + " (+base), W raised " + raised + " time(s); " + v
@@ -327,9 +325,14 @@ final class HandoverJobTest {
         }
     }
 
-    /** " (gate in the sink)" for the in-sink placement, for test names. */
-    static String where(HandoverJob.Stage stage) {
-        return stage == HandoverJob.Stage.GATE_IN_SINK ? " (gate in the sink)" : "";
+    /** The first cause in {@code t}'s chain of type {@code type}, or null. */
+    static <E extends Throwable> E findCause(Throwable t, Class<E> type) {
+        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (type.isInstance(c)) {
+                return type.cast(c);
+            }
+        }
+        return null;
     }
 
     /** Two jobs whose gates are given the states {@code blueState} and {@code greenState}; returns the verdict. */
@@ -354,63 +357,115 @@ final class HandoverJobTest {
         return new HandoverJob.Verdict(b, g);
     }
 
-    static void register() {
-        test("handover job: blue -> green on a MiniCluster, 200000 ids, manual state source: 0 duplicates, 0 losses", () -> {
-            System.out.println("     " + handover(200_000, false, 20_000));
-        });
-        test("handover job: the same through the sidecar long-poll source (in-process fake sidecar), 60000 ids, W proposed at blue's max", () -> {
-            System.out.println("     " + handover(60_000, true, 0));
-        });
-        test("handover job (gate in the sink): blue -> green on a MiniCluster, 60000 ids, W proposed at blue's max: 0 duplicates, 0 losses", () -> {
-            System.out.println("     " + handover(60_000, false, 0, HandoverJob.Stage.GATE_IN_SINK));
-        });
-        test("handover job (gate in the sink, event times from a TimestampExtractor): blue -> green, 60000 ids: 0 duplicates, 0 losses", () -> {
-            System.out.println("     " + handover(60_000, false, 0, HandoverJob.Stage.GATE_IN_SINK_EXTRACTOR));
-        });
-        long holdMs = Long.getLong("bluegreen.test.hold-ms", 8_000);
-        test("handover job: a " + holdMs + " ms hold with checkpoints every second keeps completing checkpoints; then 0 duplicates, 0 losses", () -> {
-            System.out.println("     " + longHold(60_000, holdMs));
-        });
-        test("handover job: the report line shows the input watermark, and idle=true once every input of the gate is idle", () -> {
-            idleReport(HandoverJob.Stage.GATE);
-        });
-        test("handover job (gate in the sink): the report line shows the input watermark; idle stays false (a sink writer is not told)", () -> {
-            idleReport(HandoverJob.Stage.GATE_IN_SINK);
-        });
-        for (HandoverJob.Stage stage : new HandoverJob.Stage[] {HandoverJob.Stage.GATE, HandoverJob.Stage.GATE_IN_SINK}) {
-            test("handover job" + where(stage) + ": held records are checkpointed: after a failure and restart, each is emitted once", () -> {
-                heldRestart(stage);
-            });
-        }
-        test("handover job: the oracle fails on conflicting states (both active: duplicates; each told the other is active: losses)", () -> {
-            int n = 20_000;
-            HandoverJob.Verdict dup = pair(n, st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE),
-                    st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
-            check(!dup.exactlyOnce(), "oracle must report: " + dup);
-            checkEq((long) n, dup.duplicates, "duplicates (" + dup + ")");
-            HandoverJob.Verdict loss = pair(n, st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN),
-                    st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
-            check(!loss.exactlyOnce(), "oracle must report: " + loss);
-            checkEq((long) n, loss.losses, "losses (" + loss + ")");
-            // Two different W's in the two gates: the records between them are duplicated.
-            HandoverJob.Verdict split = pair(n, st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, HandoverJob.BASE + 12_000, GREEN),
-                    st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, HandoverJob.BASE + 10_000, GREEN));
-            check(split.duplicates > 1_900 && split.losses == 0, "W disagreement duplicates the ids between the W's: " + split);
-            System.out.println("     both active: " + dup + "; each told the other is active: " + loss + "; W 12000 vs 10000: " + split);
-        });
-        for (HandoverJob.Stage stage : new HandoverJob.Stage[] {HandoverJob.Stage.GATE, HandoverJob.Stage.GATE_IN_SINK}) {
-            test("handover job" + where(stage) + ": a restarted gate restores its max passed event time from the checkpoint", () -> {
-                maxRestored(stage);
-            });
-        }
-        for (HandoverJob.Stage stage : new HandoverJob.Stage[] {HandoverJob.Stage.GATE, HandoverJob.Stage.GATE_IN_SINK}) {
-            test("handover job" + where(stage) + ": hold -> timeout fails the Flink job with GateHoldTimeoutException", () -> {
-                holdTimeout(stage);
-            });
-            test("handover job" + where(stage) + ": a job without timestamps fails by default; treatMissingTimestampAs emits each record once", () -> {
-                missingTimestamps(stage);
-            });
-        }
+    @Test
+    @DisplayName("handover job: blue -> green on a MiniCluster, 200000 ids, manual state source: 0 duplicates, 0 losses")
+    void handover200000IdsManualSource() throws Exception {
+        System.out.println("     " + handover(200_000, false, 20_000));
+    }
+
+    @Test
+    @DisplayName("handover job: the same through the sidecar long-poll source (in-process fake sidecar), 60000 ids, W proposed at blue's max")
+    void handoverThroughFakeSidecar() throws Exception {
+        System.out.println("     " + handover(60_000, true, 0));
+    }
+
+    @Test
+    @DisplayName("handover job (gate in the sink): blue -> green on a MiniCluster, 60000 ids, W proposed at blue's max: 0 duplicates, 0 losses")
+    void handoverGateInSink() throws Exception {
+        System.out.println("     " + handover(60_000, false, 0, HandoverJob.Stage.GATE_IN_SINK));
+    }
+
+    @Test
+    @DisplayName("handover job (gate in the sink, event times from a TimestampExtractor): blue -> green, 60000 ids: 0 duplicates, 0 losses")
+    void handoverGateInSinkTimestampExtractor() throws Exception {
+        System.out.println("     " + handover(60_000, false, 0, HandoverJob.Stage.GATE_IN_SINK_EXTRACTOR));
+    }
+    /** The long hold's duration: -Dbluegreen.test.hold-ms (8 s by default; 2 minutes measured, docs/jvm.md). */
+    static final long HOLD_MS = Long.getLong("bluegreen.test.hold-ms", 8_000);
+
+    @Test
+    @DisplayName("handover job: a long hold (-Dbluegreen.test.hold-ms, 8000 ms by default) with checkpoints every second keeps completing checkpoints; then 0 duplicates, 0 losses")
+    void holdWithCheckpoints() throws Exception {
+        System.out.println("     " + longHold(60_000, HOLD_MS));
+    }
+
+    @Test
+    @DisplayName("handover job: the report line shows the input watermark, and idle=true once every input of the gate is idle")
+    void reportLineShowsInputWatermarkIdleTrue() throws Exception {
+        idleReport(HandoverJob.Stage.GATE);
+    }
+
+    @Test
+    @DisplayName("handover job (gate in the sink): the report line shows the input watermark; idle stays false (a sink writer is not told)")
+    void reportLineShowsInputWatermarkIdleStays() throws Exception {
+        idleReport(HandoverJob.Stage.GATE_IN_SINK);
+    }
+
+    @Test
+    @DisplayName("handover job: held records are checkpointed: after a failure and restart, each is emitted once")
+    void heldRecordsRestartOperator() throws Exception {
+        heldRestart(HandoverJob.Stage.GATE);
+    }
+
+    @Test
+    @DisplayName("handover job (gate in the sink): held records are checkpointed: after a failure and restart, each is emitted once")
+    void heldRecordsRestartInTheSink() throws Exception {
+        heldRestart(HandoverJob.Stage.GATE_IN_SINK);
+    }
+
+    @Test
+    @DisplayName("handover job: the oracle fails on conflicting states (both active: duplicates; each told the other is active: losses)")
+    void oracleFailsConflictingStatesBothActiveDuplicates() throws Exception {
+        int n = 20_000;
+        HandoverJob.Verdict dup = pair(n, st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE),
+                st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN));
+        assertTrue(!dup.exactlyOnce(), "oracle must report: " + dup);
+        assertEquals((long) n, dup.duplicates, "duplicates (" + dup + ")");
+        HandoverJob.Verdict loss = pair(n, st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, GREEN),
+                st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
+        assertTrue(!loss.exactlyOnce(), "oracle must report: " + loss);
+        assertEquals((long) n, loss.losses, "losses (" + loss + ")");
+        // Two different W's in the two gates: the records between them are duplicated.
+        HandoverJob.Verdict split = pair(n, st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, HandoverJob.BASE + 12_000, GREEN),
+                st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, HandoverJob.BASE + 10_000, GREEN));
+        assertTrue(split.duplicates > 1_900 && split.losses == 0, "W disagreement duplicates the ids between the W's: " + split);
+        System.out.println("     both active: " + dup + "; each told the other is active: " + loss + "; W 12000 vs 10000: " + split);
+    }
+
+    @Test
+    @DisplayName("handover job: a restarted gate restores its max passed event time from the checkpoint")
+    void maxPassedRestoredOperator() throws Exception {
+        maxRestored(HandoverJob.Stage.GATE);
+    }
+
+    @Test
+    @DisplayName("handover job (gate in the sink): a restarted gate restores its max passed event time from the checkpoint")
+    void maxPassedRestoredInTheSink() throws Exception {
+        maxRestored(HandoverJob.Stage.GATE_IN_SINK);
+    }
+
+    @Test
+    @DisplayName("handover job: hold -> timeout fails the Flink job with GateHoldTimeoutException")
+    void holdTimeoutFailsJobOperator() throws Exception {
+        holdTimeout(HandoverJob.Stage.GATE);
+    }
+
+    @Test
+    @DisplayName("handover job (gate in the sink): hold -> timeout fails the Flink job with GateHoldTimeoutException")
+    void holdTimeoutFailsJobInTheSink() throws Exception {
+        holdTimeout(HandoverJob.Stage.GATE_IN_SINK);
+    }
+
+    @Test
+    @DisplayName("handover job: a job without timestamps fails by default; treatMissingTimestampAs emits each record once")
+    void missingTimestampsOperator() throws Exception {
+        missingTimestamps(HandoverJob.Stage.GATE);
+    }
+
+    @Test
+    @DisplayName("handover job (gate in the sink): a job without timestamps fails by default; treatMissingTimestampAs emits each record once")
+    void missingTimestampsInTheSink() throws Exception {
+        missingTimestamps(HandoverJob.Stage.GATE_IN_SINK);
     }
 
     static void idleReport(HandoverJob.Stage stage) throws Exception {
@@ -444,9 +499,9 @@ final class HandoverJobTest {
                 }, 30_000, "the gate in the sink to report a watermark");
                 Thread.sleep(1_500); // the input has been idle for over a second (idleness after 200 ms)
                 GateReport r = GateReport.parse(flink.subtaskMetric(job, v, 1, GateProcessFunction.METRIC_APPLIED_STATE).get(0));
-                check(r.watermark > HandoverJob.BASE && r.watermark < HandoverJob.eventTime(1_000), "the last input watermark: " + r);
-                check(!r.idle, "a sink writer is not told of idleness: " + r);
-                check(!r.past(HandoverJob.eventTime(500_000)), "so it does not count as past a later W: " + r);
+                assertTrue(r.watermark > HandoverJob.BASE && r.watermark < HandoverJob.eventTime(1_000), "the last input watermark: " + r);
+                assertTrue(!r.idle, "a sink writer is not told of idleness: " + r);
+                assertTrue(!r.past(HandoverJob.eventTime(500_000)), "so it does not count as past a later W: " + r);
                 System.out.println("     " + r.line());
                 return;
             }
@@ -458,9 +513,9 @@ final class HandoverJobTest {
                 last[0] = GateReport.parse(lines.get(0));
                 return last[0].idle;
             }, 30_000, "the gate to report idle=true");
-            check(last[0].watermark > HandoverJob.BASE && last[0].watermark < HandoverJob.eventTime(1_000),
+            assertTrue(last[0].watermark > HandoverJob.BASE && last[0].watermark < HandoverJob.eventTime(1_000),
                     "the last input watermark before idling: " + last[0]);
-            check(last[0].past(HandoverJob.eventTime(500_000)), "an idle gate counts as past any W: " + last[0]);
+            assertTrue(last[0].past(HandoverJob.eventTime(500_000)), "an idle gate counts as past any W: " + last[0]);
             System.out.println("     " + last[0].line());
         } finally {
             flink.cancel(job);
@@ -506,15 +561,15 @@ final class HandoverJobTest {
             waitFor(() -> checkpoints(flink, job) >= cp[0] + 4, 60_000, "checkpoints after the restart");
             ch.publish(st(1, Stage.TRANSITIONING, WatermarkStage.WATERMARK_SET, HandoverJob.BASE - 1_000, GREEN)); // green owns every id
             Throwable err = flink.await(job, 120_000);
-            check(err == null, "job succeeds after one restart: " + err);
+            assertTrue(err == null, "job succeeds after one restart: " + err);
             long lost = 0;
             long dup = 0;
             for (int i = 0; i < n; i++) {
                 lost += out.get(i) == 0 ? 1 : 0;
                 dup += Math.max(0, out.get(i) - 1);
             }
-            checkEq(0L, lost + dup, "ids lost (" + lost + ") or duplicated (" + dup + ")");
-            checkEq(0L, HandoverJob.Recorder.late(run), "records behind the watermark at the sink");
+            assertEquals(0L, lost + dup, "ids lost (" + lost + ") or duplicated (" + dup + ")");
+            assertEquals(0L, HandoverJob.Recorder.late(run), "records behind the watermark at the sink");
             System.out.println("     " + held[0] + " records held before the failure; after the restart all " + n + " ids emitted once");
         } finally {
             flink.cancel(job);
@@ -588,8 +643,8 @@ final class HandoverJobTest {
                 }
                 return false;
             }, 60_000, "a restarted gate reporting the holding state");
-            check(after[0] > Long.MIN_VALUE, "restored max passed event time: " + after[0]);
-            check(after[0] >= HandoverJob.BASE, "restored value is a real event time: " + after[0]);
+            assertTrue(after[0] > Long.MIN_VALUE, "restored max passed event time: " + after[0]);
+            assertTrue(after[0] >= HandoverJob.BASE, "restored value is a real event time: " + after[0]);
             System.out.println("     max passed before the failure (min over subtasks) " + (before[0] - HandoverJob.BASE)
                     + " (+base); the restarted subtask, holding everything, reports " + (after[0] - HandoverJob.BASE) + " (+base), from the checkpoint");
         } finally {
@@ -604,10 +659,10 @@ final class HandoverJobTest {
         HandoverJob.build(env, 100, 0, stage,
                 new GateProcessFunction<Long>(GREEN, new ManualStateSource(run)).withHoldTimeout(Duration.ofMillis(300)), null);
         Throwable err = flink.await(flink.submit(env, run), 60_000);
-        check(err != null, "the job must fail");
+        assertTrue(err != null, "the job must fail");
         GateHoldTimeoutException cause = findCause(err, GateHoldTimeoutException.class);
-        check(cause != null, "cause chain holds GateHoldTimeoutException: " + err);
-        check(cause.getMessage().contains("none yet"), cause.getMessage());
+        assertTrue(cause != null, "cause chain holds GateHoldTimeoutException: " + err);
+        assertTrue(cause.getMessage().contains("none yet"), cause.getMessage());
     }
 
     static void missingTimestamps(HandoverJob.Stage stage) throws Exception {
@@ -625,12 +680,12 @@ final class HandoverJobTest {
             gatedSink(env.fromSequence(0, n - 1), gate, run + "/" + lenient, stage);
             Throwable err = flink.await(flink.submit(env, run + "-" + lenient + "-" + stage), 60_000);
             if (lenient) {
-                check(err == null, "lenient job succeeds: " + err);
+                assertTrue(err == null, "lenient job succeeds: " + err);
                 for (int i = 0; i < n; i++) {
-                    checkEq(1, out.get(i), "id " + i + " emitted once");
+                    assertEquals(1, out.get(i), "id " + i + " emitted once");
                 }
             } else {
-                check(findCause(err, MissingTimestampException.class) != null, "fails with MissingTimestampException: " + err);
+                assertTrue(findCause(err, MissingTimestampException.class) != null, "fails with MissingTimestampException: " + err);
             }
         }
     }

@@ -3,7 +3,10 @@ package io.bluegreen.gate;
 import java.util.Arrays;
 
 /**
- * Figures for docs/performance.md, "JNI shim and sidecar" (run: {@code scripts/java-test.sh --jni-bench [RECORDS [ROUNDS]]}).
+ * Figures for docs/performance.md, "JNI shim and sidecar" (run, after
+ * {@code cargo build --release -p bluegreen-gate-jni}: {@code mvn -B -q -pl jvm test-compile exec:exec
+ * -Dexec.executable=java -Dexec.classpathScope=test -Dexec.args="-Xmx1g -XX:+UseSerialGC
+ * -Dbluegreen.gate.jni.library=$PWD/target/release/libbluegreen_gate_jni.so -cp %classpath io.bluegreen.gate.JniBench [RECORDS [ROUNDS]]"}).
  *
  * <ol>
  *   <li>ns per record: the Java {@link Gate#decide} vs one JNI call per record ({@link JniGate#decide})

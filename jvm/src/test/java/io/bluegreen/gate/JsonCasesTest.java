@@ -1,7 +1,6 @@
 package io.bluegreen.gate;
 
-import static io.bluegreen.gate.TestRunner.check;
-import static io.bluegreen.gate.TestRunner.test;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.math.BigDecimal;
@@ -12,6 +11,9 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
 
 /**
  * A property test of {@link Json} against the Rust parser: every case of
@@ -21,16 +23,16 @@ import java.util.TreeMap;
  * value; ConfigMap data must give the same state or the same protocol error (kind and key).
  */
 final class JsonCasesTest {
-    private JsonCasesTest() {}
-
     /** How deep the case file itself nests. */
     private static final int FILE_DEPTH = 4 * Json.MAX_DEPTH;
 
     /** Disagreements listed in a failure message. */
     private static final int SHOWN = 5;
 
+    /** Two tests (their names carry the case counts): the documents, the ConfigMaps. */
+    @TestFactory
     @SuppressWarnings("unchecked")
-    static void register() {
+    Stream<DynamicTest> jsonCases() {
         Map<String, Object> doc;
         try {
             // The expected values of the deepest documents nest three levels per object level.
@@ -42,8 +44,8 @@ final class JsonCasesTest {
         }
         List<Map<String, Object>> documents = (List<Map<String, Object>>) doc.get("documents");
         List<Map<String, Object>> configmaps = (List<Map<String, Object>>) doc.get("configmaps");
-        test("json cases: " + documents.size() + " documents read as the Rust parser reads them", () -> {
-            check(documents.size() >= 700, "json-cases.json has " + documents.size() + " documents");
+        DynamicTest documentCases = DynamicTest.dynamicTest("json cases: " + documents.size() + " documents read as the Rust parser reads them", () -> {
+            assertTrue(documents.size() >= 700, "json-cases.json has " + documents.size() + " documents");
             List<String> disagreements = new ArrayList<>();
             for (Map<String, Object> c : documents) {
                 String input = (String) c.get("input");
@@ -52,10 +54,10 @@ final class JsonCasesTest {
                     disagreements.add(show(input) + ": " + why);
                 }
             }
-            check(disagreements.isEmpty(), summary(disagreements, documents.size()));
+            assertTrue(disagreements.isEmpty(), summary(disagreements, documents.size()));
         });
-        test("json cases: " + configmaps.size() + " ConfigMaps parse to the Rust state or error", () -> {
-            check(configmaps.size() >= 200, "json-cases.json has " + configmaps.size() + " configmaps");
+        DynamicTest configmapCases = DynamicTest.dynamicTest("json cases: " + configmaps.size() + " ConfigMaps parse to the Rust state or error", () -> {
+            assertTrue(configmaps.size() >= 200, "json-cases.json has " + configmaps.size() + " configmaps");
             List<String> disagreements = new ArrayList<>();
             for (Map<String, Object> c : configmaps) {
                 String input = (String) c.get("input");
@@ -64,8 +66,9 @@ final class JsonCasesTest {
                     disagreements.add(show(input) + ": " + why);
                 }
             }
-            check(disagreements.isEmpty(), summary(disagreements, configmaps.size()));
+            assertTrue(disagreements.isEmpty(), summary(disagreements, configmaps.size()));
         });
+        return Stream.of(documentCases, configmapCases);
     }
 
     private static String summary(List<String> disagreements, int cases) {

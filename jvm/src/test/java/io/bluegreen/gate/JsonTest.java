@@ -1,31 +1,35 @@
 package io.bluegreen.gate;
 
-import static io.bluegreen.gate.TestRunner.checkEq;
-import static io.bluegreen.gate.TestRunner.expectThrows;
-import static io.bluegreen.gate.TestRunner.test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
 
 final class JsonTest {
-    private JsonTest() {}
+    @Test
+    @DisplayName("json: objects, arrays, strings with escapes, numbers, literals")
+    void objectsArraysStringsEscapesNumbersLiterals() throws Exception {
+        Object v = Json.parse(" {\"a\": [1, -2.5e3, true, false, null], \"b\\u0041\": \"x\\n\\\"y\\\"\"} ");
+        Map<?, ?> m = (Map<?, ?>) v;
+        assertEquals(5, ((List<?>) m.get("a")).size(), "array size");
+        assertEquals("x\n\"y\"", m.get("bA"), "escaped string");
+    }
 
-    static void register() {
-        test("json: objects, arrays, strings with escapes, numbers, literals", () -> {
-            Object v = Json.parse(" {\"a\": [1, -2.5e3, true, false, null], \"b\\u0041\": \"x\\n\\\"y\\\"\"} ");
-            Map<?, ?> m = (Map<?, ?>) v;
-            checkEq(5, ((List<?>) m.get("a")).size(), "array size");
-            checkEq("x\n\"y\"", m.get("bA"), "escaped string");
-        });
-        test("json: malformed documents are rejected", () -> {
-            for (String bad : new String[] {"", "{", "{\"a\":1,}", "[1 2]", "{\"a\":1}x", "\"\u0001\"", "01", "{\"a\":1,\"a\":2}"}) {
-                expectThrows(IllegalArgumentException.class, () -> Json.parse(bad));
-            }
-        });
-        test("json: writeStringMap round-trips", () -> {
-            Map<String, String> m = new java.util.TreeMap<>(Map.of("k\"", "v\\\n", "x", ""));
-            checkEq(m, ProtocolVectorsTest.strings(Json.parse(Json.writeStringMap(m))), "round trip");
-        });
-        JsonCasesTest.register();
+    @Test
+    @DisplayName("json: malformed documents are rejected")
+    void malformedDocumentsAreRejected() throws Exception {
+        for (String bad : new String[] {"", "{", "{\"a\":1,}", "[1 2]", "{\"a\":1}x", "\"\u0001\"", "01", "{\"a\":1,\"a\":2}"}) {
+            assertThrows(IllegalArgumentException.class, () -> Json.parse(bad));
+        }
+    }
+
+    @Test
+    @DisplayName("json: writeStringMap round-trips")
+    void writestringmapRoundTrips() throws Exception {
+        Map<String, String> m = new java.util.TreeMap<>(Map.of("k\"", "v\\\n", "x", ""));
+        assertEquals(m, ProtocolVectorsTest.strings(Json.parse(Json.writeStringMap(m))), "round trip");
     }
 }
