@@ -11,10 +11,14 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.function.Consumer;
+import java.util.stream.Stream;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Real Flink jobs on a local MiniCluster: a blue job and a green job, each with a
@@ -401,16 +405,15 @@ final class HandoverJobTest {
         idleReport(HandoverJob.Stage.GATE_IN_SINK);
     }
 
-    @Test
-    @DisplayName("handover job: held records are checkpointed: after a failure and restart, each is emitted once")
-    void heldRecordsRestartOperator() throws Exception {
-        heldRestart(HandoverJob.Stage.GATE);
+    /** Both placements of the gate, with the suffix their tests' names carry. */
+    static Stream<Arguments> placements() {
+        return Stream.of(Arguments.of(HandoverJob.Stage.GATE, ""), Arguments.of(HandoverJob.Stage.GATE_IN_SINK, " (gate in the sink)"));
     }
 
-    @Test
-    @DisplayName("handover job (gate in the sink): held records are checkpointed: after a failure and restart, each is emitted once")
-    void heldRecordsRestartInTheSink() throws Exception {
-        heldRestart(HandoverJob.Stage.GATE_IN_SINK);
+    @ParameterizedTest(name = "handover job{1}: held records are checkpointed: after a failure and restart, each is emitted once")
+    @MethodSource("placements")
+    void heldRecordsRestart(HandoverJob.Stage stage, String where) throws Exception {
+        heldRestart(stage);
     }
 
     @Test
@@ -432,40 +435,22 @@ final class HandoverJobTest {
         System.out.println("     both active: " + dup + "; each told the other is active: " + loss + "; W 12000 vs 10000: " + split);
     }
 
-    @Test
-    @DisplayName("handover job: a restarted gate restores its max passed event time from the checkpoint")
-    void maxPassedRestoredOperator() throws Exception {
-        maxRestored(HandoverJob.Stage.GATE);
+    @ParameterizedTest(name = "handover job{1}: a restarted gate restores its max passed event time from the checkpoint")
+    @MethodSource("placements")
+    void maxPassedRestored(HandoverJob.Stage stage, String where) throws Exception {
+        maxRestored(stage);
     }
 
-    @Test
-    @DisplayName("handover job (gate in the sink): a restarted gate restores its max passed event time from the checkpoint")
-    void maxPassedRestoredInTheSink() throws Exception {
-        maxRestored(HandoverJob.Stage.GATE_IN_SINK);
+    @ParameterizedTest(name = "handover job{1}: hold -> timeout fails the Flink job with GateHoldTimeoutException")
+    @MethodSource("placements")
+    void holdTimeoutFailsJob(HandoverJob.Stage stage, String where) throws Exception {
+        holdTimeout(stage);
     }
 
-    @Test
-    @DisplayName("handover job: hold -> timeout fails the Flink job with GateHoldTimeoutException")
-    void holdTimeoutFailsJobOperator() throws Exception {
-        holdTimeout(HandoverJob.Stage.GATE);
-    }
-
-    @Test
-    @DisplayName("handover job (gate in the sink): hold -> timeout fails the Flink job with GateHoldTimeoutException")
-    void holdTimeoutFailsJobInTheSink() throws Exception {
-        holdTimeout(HandoverJob.Stage.GATE_IN_SINK);
-    }
-
-    @Test
-    @DisplayName("handover job: a job without timestamps fails by default; treatMissingTimestampAs emits each record once")
-    void missingTimestampsOperator() throws Exception {
-        missingTimestamps(HandoverJob.Stage.GATE);
-    }
-
-    @Test
-    @DisplayName("handover job (gate in the sink): a job without timestamps fails by default; treatMissingTimestampAs emits each record once")
-    void missingTimestampsInTheSink() throws Exception {
-        missingTimestamps(HandoverJob.Stage.GATE_IN_SINK);
+    @ParameterizedTest(name = "handover job{1}: a job without timestamps fails by default; treatMissingTimestampAs emits each record once")
+    @MethodSource("placements")
+    void missingTimestampsHandled(HandoverJob.Stage stage, String where) throws Exception {
+        missingTimestamps(stage);
     }
 
     static void idleReport(HandoverJob.Stage stage) throws Exception {
