@@ -56,6 +56,13 @@ pub enum Reason {
     TeardownBackoff,
     /// The outgoing job's stop-with-savepoint failed for good.
     OutgoingStopFailed,
+    /// The outgoing job failed for good after W was set; it is restarted from its latest
+    /// checkpoint.
+    OutgoingFailed,
+    /// The outgoing job kept failing after its restarts; it needs a person.
+    OutgoingRestartFailed,
+    /// The outgoing job restarted after W was set and has not run `minReady` since.
+    OutgoingNotReady,
     /// Deleting the incoming child of an aborted handover.
     Aborting,
     /// A handover was aborted.
@@ -114,6 +121,9 @@ impl Reason {
             Self::TearingDown => "TearingDown",
             Self::TeardownBackoff => "TeardownBackoff",
             Self::OutgoingStopFailed => "OutgoingStopFailed",
+            Self::OutgoingFailed => "OutgoingFailed",
+            Self::OutgoingRestartFailed => "OutgoingRestartFailed",
+            Self::OutgoingNotReady => "OutgoingNotReady",
             Self::Aborting => "Aborting",
             Self::HandoverAborted => "HandoverAborted",
             Self::SpecChanged => "SpecChanged",

@@ -70,6 +70,9 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
                     .patch(&child_name(&name, *color), &params, &Patch::Apply(&body))
                     .await?;
             }
+            Action::RestartChild { color, nonce } => {
+                restart_child(&children, &child_name(&name, *color), *nonce).await?;
+            }
             Action::DeleteChild(color) => {
                 // The binding first: a crash in between leaves the child, so the replan deletes
                 // both; the other way round the binding would outlive it.
@@ -338,6 +341,18 @@ async fn publish(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, notes: &[Note])
             tracing::warn!(error = %e, reason = note.reason, "could not publish event");
         }
     }
+}
+
+/// Sets `spec.restartNonce` of the child `name` by a merge patch of that one field: the rest of
+/// the child stays as it was applied.
+async fn restart_child(children: &Api<DynamicObject>, name: &str, nonce: i64) -> Result<()> {
+    let body = json!({"spec": {"restartNonce": nonce}});
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    children.patch(name, &params, &Patch::Merge(&body)).await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -98,6 +98,7 @@ pub fn running(hash: &str, epoch: u64, stage: u8, max_passed: Option<i64>, wm: i
         job_id: Some("job".into()),
         error: None,
         spec_job_state: Some(JobState::Running),
+        restart_nonce: None,
         flink: Some(FlinkObs {
             checkpoints_completed: 3,
             latest_checkpoint: Some("file:///cp/3".into()),

@@ -238,6 +238,8 @@ mod tests {
                 past_w_by_idleness: Vec::new(),
                 forward_repair: None,
                 incoming_ready: None,
+                outgoing_ready: None,
+                outgoing_restart: None,
             }),
             ..FlinkBlueGreenDeploymentStatus::default()
         }

@@ -49,6 +49,13 @@ pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<O
         .as_ref()
         .filter(|t| matches!(t.phase, Phase::Deploying | Phase::ConfirmingToggle))
         .map(|t| t.to);
+    // The outgoing job during a handover: whether it has stayed up (a restart replays from a
+    // checkpoint below W), for promotion and for its stop after W is set.
+    let outgoing = status
+        .transition
+        .as_ref()
+        .filter(|t| t.phase != Phase::Aborting)
+        .and_then(|t| t.from);
     let mut children = [None, None];
     for (slot, color) in children.iter_mut().zip([Color::Blue, Color::Green]) {
         let savepoint = trigger
@@ -58,7 +65,7 @@ pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<O
         let child = child_name(&name, color);
         let reads = Reads {
             failed_checkpoints: incoming_after_w == Some(color),
-            readiness: incoming_before_w == Some(color),
+            readiness: incoming_before_w == Some(color) || outgoing == Some(color),
         };
         *slot = observe_child(ctx, &namespace, &child, savepoint, reads).await?;
     }
@@ -156,7 +163,7 @@ fn assemble(
 struct Reads {
     /// An ended job's latest checkpoint (the incoming job after W, for a forward repair).
     failed_checkpoints: bool,
-    /// When a running job's tasks started (the incoming job before W).
+    /// When a running job's tasks started (the incoming job before W, the outgoing one always).
     readiness: bool,
 }
 
@@ -214,6 +221,7 @@ fn child_obs(child: &DynamicObject) -> Result<ChildObs> {
         job_id: job.job_id,
         error: status.error,
         spec_job_state: spec.job.and_then(|j| j.state),
+        restart_nonce: spec.restart_nonce,
         flink: None,
     })
 }
@@ -253,6 +261,8 @@ struct ChildJobStatus {
 struct ChildSpec {
     #[serde(default)]
     job: Option<ChildJob>,
+    #[serde(default, rename = "restartNonce")]
+    restart_nonce: Option<i64>,
 }
 
 /// `spec.job` of a FlinkDeployment.

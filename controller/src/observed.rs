@@ -85,6 +85,8 @@ pub struct ChildObs {
     pub error: Option<String>,
     /// `spec.job.state` of the child.
     pub spec_job_state: Option<JobState>,
+    /// `spec.restartNonce` of the child.
+    pub restart_nonce: Option<i64>,
     /// What the job's REST API reported, if it was reachable.
     pub flink: Option<FlinkObs>,
 }
@@ -95,15 +97,15 @@ impl ChildObs {
         !self.deleting && self.job_state.as_deref() == Some("RUNNING")
     }
 
-    /// The job has ended or is suspended, so it holds no uncommitted output: deleting its child
-    /// loses nothing.
+    /// The job has ended without failing, or is suspended, so it holds no uncommitted output:
+    /// deleting its child loses nothing. A FAILED job does not qualify: its output after its
+    /// last completed checkpoint exists only in that checkpoint.
     pub fn holds_no_output(&self) -> bool {
-        self.failed()
-            || matches!(
+        !self.failed()
+            && (matches!(
                 self.job_state.as_deref(),
                 Some("FINISHED" | "CANCELED" | "SUSPENDED")
-            )
-            || self.lifecycle.as_deref() == Some("SUSPENDED")
+            ) || self.lifecycle.as_deref() == Some("SUSPENDED"))
     }
 
     /// The job failed for good (restart strategy exhausted or deployment error).

@@ -446,19 +446,50 @@ pub struct Transition {
     /// Before W is set: the incoming job last seen with every task RUNNING, and since when
     /// without a restart. W is set only once this is `coordination.minReady` old.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incoming_ready: Option<IncomingReady>,
+    pub incoming_ready: Option<TasksReady>,
+    /// After W is set: the outgoing job last seen with every task RUNNING, and since when
+    /// without a restart. Its gates' reports are trusted as past W, for promotion and for its
+    /// stop, only once this is `coordination.minReady` old: Flink's metric store can serve a
+    /// previous attempt's line, and a restart replays from a checkpoint below W.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outgoing_ready: Option<TasksReady>,
+    /// After W is set: the restart of an outgoing job that failed for good, from its own latest
+    /// checkpoint, so that it emits and commits its records `t <= W` before it is stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outgoing_restart: Option<OutgoingRestart>,
 }
 
-/// The incoming job seen with every task RUNNING: the start time of its tasks' current attempts
-/// and since when it has been seen unchanged. A restart changes the start time (or shows a task
-/// that is not RUNNING), and the wait starts again.
+/// A job seen with every task RUNNING: the start time of its tasks' current attempts and since
+/// when it has been seen unchanged. A restart changes the start time (or shows a task that is
+/// not RUNNING), and the wait starts again.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct IncomingReady {
+pub struct TasksReady {
     /// The latest subtask `start-time` Flink reported (its clock, epoch milliseconds).
     pub tasks_started_at: i64,
     /// When the controller first saw that start time with every task RUNNING (its clock).
     pub since: MicroTime,
+}
+
+/// The restart of an outgoing job that failed for good after W was set: its FlinkDeployment's
+/// `spec.restartNonce` is set to `nonce`, which makes the Flink operator redeploy the failed job
+/// from its own latest checkpoint (upgrade modes `savepoint` and `last-state` alike). Written
+/// before the patch is sent, so a restarted controller resends the same nonce.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OutgoingRestart {
+    /// The `restartNonce` asked for.
+    pub nonce: i64,
+    /// Restarts asked for in this handover (1 for the first).
+    pub attempts: u32,
+    /// When the latest restart was asked for.
+    pub requested_at: MicroTime,
+    /// The job has run since the latest restart was asked for; failing again asks for another.
+    #[serde(default)]
+    pub ran: bool,
+    /// Why the job failed (`status.error` of its FlinkDeployment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The forward repair of an incoming job that failed for good after W was set. Written before

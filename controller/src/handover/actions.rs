@@ -40,6 +40,15 @@ pub enum Action {
         /// The failed incoming job's own latest completed checkpoint.
         restore_path: String,
     },
+    /// Restart the failed job of the child of `color` from its own latest checkpoint: merge
+    /// `spec.restartNonce = nonce` into its FlinkDeployment (the Apache operator redeploys a
+    /// FAILED job whose spec changed from its latest checkpoint). Resending it changes nothing.
+    RestartChild {
+        /// The child's color (the outgoing one).
+        color: Color,
+        /// The `restartNonce`, recorded in the status first.
+        nonce: i64,
+    },
     /// Delete the child of `color`, after the RoleBinding that lets its gates read the ConfigMap.
     DeleteChild(Color),
     /// Trigger a savepoint of the child of `color` through Flink's REST API and record the

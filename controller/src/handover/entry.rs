@@ -205,6 +205,8 @@ impl Planner<'_> {
             past_w_by_idleness: Vec::new(),
             forward_repair: None,
             incoming_ready: None,
+            outgoing_ready: None,
+            outgoing_restart: None,
         }
     }
 }

@@ -47,6 +47,7 @@ pub fn plan(obs: &Observed) -> Plan {
         requeue: STEADY_REQUEUE,
         health: Health::default(),
         finished: None,
+        outgoing_up: None,
     };
     let current_cm = desired_configmap(&p.status, obs);
     if let Some(reason) = diverged(&obs.configmap, current_cm.as_ref()) {
@@ -73,6 +74,8 @@ struct Planner<'a> {
     requeue: Duration,
     health: Health,
     finished: Option<TransitionRecord>,
+    /// How long the outgoing job has run without a restart (`outgoing::outgoing_readiness`).
+    outgoing_up: Option<Duration>,
 }
 
 impl Planner<'_> {
@@ -179,6 +182,7 @@ mod cleanup;
 mod configmap;
 mod entry;
 mod history;
+mod outgoing;
 mod phases;
 mod promotion;
 mod repair;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
 use crate::conditions::Reason;
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
-use crate::resource::{IncomingReady, MicroTime, Outcome, Phase, RestoreFrom, Transition};
+use crate::resource::{MicroTime, Outcome, Phase, RestoreFrom, TasksReady, Transition};
 use crate::settings::{Settings, ToggleRule};
 
 impl Planner<'_> {
@@ -45,12 +45,16 @@ impl Planner<'_> {
             return;
         }
         let outgoing = self.obs.child(from).cloned().unwrap_or_default();
+        if t.phase != Phase::Aborting && self.obs.child(from).is_some() {
+            // From the start, so that a job that never restarted is trusted at once after W.
+            self.outgoing_up = self.outgoing_readiness(&outgoing);
+        }
         match t.phase {
             Phase::Snapshotting => self.snapshotting(settings, &outgoing),
             Phase::Deploying => self.awaiting_incoming(settings, &outgoing),
             Phase::ConfirmingToggle => self.confirming_toggle(settings, &outgoing),
             Phase::ToggleSet => self.toggle_set(settings, &outgoing, spec_changed),
-            Phase::ClearToTeardown => self.clear_to_teardown(settings),
+            Phase::ClearToTeardown => self.clear_to_teardown(settings, from),
             Phase::TearingDown => self.tearing_down(settings, from),
             Phase::Aborting => self.aborting(),
         }
@@ -407,7 +411,7 @@ impl Planner<'_> {
                         ),
                     );
                 }
-                self.transition().incoming_ready = Some(IncomingReady {
+                self.transition().incoming_ready = Some(TasksReady {
                     tasks_started_at: started,
                     since: now.clone(),
                 });

@@ -41,6 +41,12 @@ impl Planner<'_> {
         if self.forward_repair(settings, &t, &incoming) {
             return;
         }
+        let from = t.from.expect("handover");
+        let outgoing_gone = self.obs.child(from).is_none();
+        if !outgoing_gone && outgoing.failed() {
+            self.restart_outgoing(from, outgoing, w);
+            return;
+        }
         let flink = incoming.flink.clone().unwrap_or_default();
         let in_gates = flink.gates.clone().unwrap_or_default();
         let out_gates = outgoing
@@ -50,8 +56,6 @@ impl Planner<'_> {
             .unwrap_or_default();
         let in_wm = flink.watermark().unwrap_or(i64::MIN);
         let out_wm = outgoing.flink.as_ref().and_then(FlinkObs::watermark);
-        let from = t.from.expect("handover");
-        let outgoing_gone = self.obs.child(from).is_none();
         let mut watermark_waits = Vec::new();
         if !in_gates.past(w) {
             watermark_waits.push(WatermarkWait {
@@ -71,6 +75,11 @@ impl Planner<'_> {
         let mut waiting = Vec::new();
         if !incoming.running() {
             waiting.push("the incoming job to run".to_owned());
+        }
+        if !outgoing_gone && let Some(why) = self.outgoing_unsettled(settings, outgoing) {
+            // Its report of being past W may be a previous attempt's (a restart replays from a
+            // checkpoint below W).
+            waiting.push(why);
         }
         if flink.checkpoints_completed < u64::from(settings.min_checkpoints) {
             waiting.push(format!(

@@ -27,8 +27,12 @@ pub fn stop_trigger_id(template_hash: &str, epoch: u64, attempt: u32) -> String 
 }
 
 impl Planner<'_> {
-    pub(super) fn clear_to_teardown(&mut self, settings: &Settings) {
+    pub(super) fn clear_to_teardown(&mut self, settings: &Settings, from: Color) {
         let t = self.transition().clone();
+        if let Some(outgoing) = self.obs.child(from).filter(|c| c.failed()).cloned() {
+            self.restart_outgoing(from, &outgoing, t.toggle.expect("W is set after promotion"));
+            return;
+        }
         let early = self.consume_action(ManualAction::Teardown);
         if early || self.since(&t.phase_started_at) >= settings.deletion_delay {
             self.set_phase(Phase::TearingDown);
@@ -66,6 +70,11 @@ impl Planner<'_> {
                 Reason::TearingDown,
                 format!("deleting the {} job", from.suffix()),
             );
+            return;
+        }
+        if outgoing.failed() {
+            let w = self.transition().toggle.expect("W is set after promotion");
+            self.restart_outgoing(from, &outgoing, w);
             return;
         }
         if outgoing.holds_no_output() {
@@ -112,7 +121,16 @@ impl Planner<'_> {
                 );
             }
             (Some(trigger_id), Some(SavepointObs::Unknown)) if outgoing.running() => {
-                // The request may never have arrived (a crash after the status write).
+                // The request may never have arrived (a crash after the status write), or the
+                // job restarted since: sent only while it is past W (see `start_stop`).
+                let w = self.transition().toggle.expect("W is set after promotion");
+                if let Some(why) = self.outgoing_not_past(settings, &outgoing, w) {
+                    self.health.progressing(
+                        Reason::OutgoingNotReady,
+                        format!("waiting for {why}, to stop it with a savepoint"),
+                    );
+                    return;
+                }
                 self.actions.push(Action::StopJob {
                     color: from,
                     trigger_id: trigger_id.clone(),
@@ -160,15 +178,18 @@ impl Planner<'_> {
         let backoff =
             settings.savepoint_backoff * 2u32.saturating_pow(stop.attempts.saturating_sub(1));
         let waited = stop.since.as_ref().map_or(Duration::MAX, |s| self.since(s));
+        let w = self.transition().toggle.expect("W is set after promotion");
         if stop.attempts > 0 && waited < backoff {
             self.health.progressing(
                 Reason::TeardownBackoff,
                 format!("retrying the stop-with-savepoint of the outgoing job after {backoff:?}"),
             );
-        } else if !outgoing.running() {
+        } else if let Some(why) = self.outgoing_not_past(settings, outgoing, w) {
+            // A stop now would commit only what a restarted job has replayed so far: its
+            // records up to W after that are dropped by the incoming job.
             self.health.progressing(
-                Reason::TearingDown,
-                "waiting for the outgoing job to run, to stop it with a savepoint".into(),
+                Reason::OutgoingNotReady,
+                format!("waiting for {why}, to stop it with a savepoint"),
             );
         } else {
             let t = self.transition().clone();

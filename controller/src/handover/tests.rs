@@ -6,7 +6,7 @@ use super::{Action, plan};
 use crate::fixtures::{observed, running, settings, with_child};
 use crate::observed::{ConfigMapObs, ManualAction, Observed, SavepointObs};
 use crate::resource::{
-    IncomingReady, MicroTime, Outcome, OutgoingStop, Phase, RestoreFrom, Transition,
+    MicroTime, Outcome, OutgoingStop, Phase, RestoreFrom, TasksReady, Transition,
 };
 
 /// A status timestamp.
@@ -76,7 +76,21 @@ fn handover(phase: Phase, toggle: Option<i64>) -> Observed {
         past_w_by_idleness: Vec::new(),
         forward_repair: None,
         incoming_ready: None,
+        // Blue has run unchanged since long before the handover.
+        outgoing_ready: Some(TasksReady {
+            tasks_started_at: crate::fixtures::TASKS_STARTED_AT,
+            since: time("2025-12-31T00:00:00Z"),
+        }),
+        outgoing_restart: None,
     });
+    if let (Phase::ClearToTeardown | Phase::TearingDown, Some(w)) = (phase, toggle) {
+        // Promoted: blue's gates applied W and its watermark passed it.
+        obs = with_child(
+            obs,
+            Color::Blue,
+            Some(running("h1", 1, 2, Some(w), w + 5_000)),
+        );
+    }
     let desired = super::desired_configmap(&obs.status, &obs).expect("desired");
     obs.configmap = ConfigMapObs::Valid(desired);
     obs
@@ -444,7 +458,7 @@ fn w_is_set_only_after_every_outgoing_gate_acknowledged_it() {
         Some(running("h1", 1, 1, Some(5_000), 4_000)),
     );
     // Green has run with every task RUNNING for a minute (minReady is 10 s).
-    acked.status.transition.as_mut().unwrap().incoming_ready = Some(IncomingReady {
+    acked.status.transition.as_mut().unwrap().incoming_ready = Some(TasksReady {
         tasks_started_at: crate::fixtures::TASKS_STARTED_AT,
         since: time("2025-12-31T23:59:00Z"),
     });
@@ -503,7 +517,7 @@ fn confirming(green_started: Option<i64>, seen: Option<(i64, &str)>, now: &str) 
         Some(running("h1", 1, 1, Some(5_000), 4_000)),
     );
     obs.status.transition.as_mut().unwrap().incoming_ready =
-        seen.map(|(tasks_started_at, since)| IncomingReady {
+        seen.map(|(tasks_started_at, since)| TasksReady {
             tasks_started_at,
             since: time(since),
         });
@@ -533,7 +547,7 @@ fn w_is_not_set_when_the_incoming_job_restarted_since_the_last_look() {
     assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
     assert_eq!(
         transition(&p).incoming_ready,
-        Some(IncomingReady {
+        Some(TasksReady {
             tasks_started_at: restarted,
             since: time("2026-01-01T00:00:30Z"),
         }),
@@ -1086,12 +1100,136 @@ fn a_failed_stop_is_retried_with_backoff_then_the_job_is_kept_and_degraded() {
 
 #[test]
 fn an_outgoing_job_that_already_ended_is_deleted_without_a_stop() {
-    for state in ["FINISHED", "CANCELED", "FAILED"] {
+    for state in ["FINISHED", "CANCELED"] {
         let mut obs = tearing_down(OutgoingStop::default(), None);
         obs.blue.as_mut().unwrap().job_state = Some(state.into());
         let p = plan(&obs);
         assert_eq!(p.actions, vec![Action::DeleteChild(Color::Blue)], "{state}");
     }
+}
+
+/// Blue FAILED for good in `phase` (after W = 70 000).
+fn failed_blue(phase: Phase) -> Observed {
+    let mut obs = with_child(
+        handover(phase, Some(70_000)),
+        Color::Green,
+        Some(running("h2", 1, 2, None, 80_000)),
+    );
+    let blue = obs.blue.as_mut().unwrap();
+    blue.job_state = Some("FAILED".into());
+    blue.lifecycle = Some("FAILED".into());
+    blue.error = Some("restart strategy exhausted".into());
+    blue.flink = None;
+    obs
+}
+
+#[test]
+fn a_failed_outgoing_job_is_restarted_from_its_checkpoint_never_deleted() {
+    // Before promotion, waiting for it, and after, at any point of the teardown: its records
+    // t <= W after its last checkpoint exist only in that checkpoint.
+    for phase in [Phase::ToggleSet, Phase::ClearToTeardown, Phase::TearingDown] {
+        let p = plan(&failed_blue(phase));
+        assert_eq!(
+            p.actions,
+            vec![Action::RestartChild {
+                color: Color::Blue,
+                nonce: 1_001
+            }],
+            "{phase:?}"
+        );
+        let restart = transition(&p)
+            .outgoing_restart
+            .clone()
+            .expect("recorded first");
+        assert_eq!(
+            (restart.nonce, restart.attempts, restart.ran),
+            (1_001, 1, false)
+        );
+        assert_eq!(
+            condition(&p, "Degraded"),
+            ("True", "OutgoingFailed"),
+            "{phase:?}"
+        );
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n.warning && n.reason == "OutgoingFailed"),
+            "{phase:?}: {:?}",
+            p.notes
+        );
+        assert_eq!(
+            transition(&p).phase,
+            phase,
+            "nothing moves on while it is failed"
+        );
+        assert!(p.finished.is_none());
+    }
+}
+
+#[test]
+fn a_restart_of_the_outgoing_job_is_resent_until_applied_then_retried_if_it_fails_again() {
+    let mut obs = failed_blue(Phase::TearingDown);
+    let first = plan(&obs);
+    obs.status = first.status.clone();
+    // A crash before the patch: the same nonce again; once the child carries it, nothing.
+    assert_eq!(plan(&obs).actions, first.actions);
+    obs.blue.as_mut().unwrap().restart_nonce = Some(1_001);
+    assert!(plan(&obs).actions.is_empty());
+    // It ran, then failed again: a second restart, with another nonce.
+    let mut running_blue = obs.clone();
+    running_blue.blue = Some(running("h1", 1, 2, Some(70_000), 60_000));
+    let ran = plan(&running_blue);
+    assert!(transition(&ran).outgoing_restart.as_ref().unwrap().ran);
+    obs.status = ran.status;
+    let again = plan(&obs);
+    assert_eq!(
+        again.actions,
+        vec![Action::RestartChild {
+            color: Color::Blue,
+            nonce: 1_002
+        }]
+    );
+    // After the last restart failed too: a person decides; the teardown annotation deletes it.
+    let t = obs.status.transition.as_mut().unwrap();
+    t.outgoing_restart = Some(crate::resource::OutgoingRestart {
+        attempts: super::outgoing::OUTGOING_RESTARTS,
+        ran: true,
+        ..transition(&again).outgoing_restart.clone().unwrap()
+    });
+    let given_up = plan(&obs);
+    assert!(given_up.actions.is_empty());
+    assert_eq!(condition(&given_up, "Degraded").1, "OutgoingRestartFailed");
+    obs.action = Some(ManualAction::Teardown);
+    assert_eq!(
+        plan(&obs).actions,
+        vec![Action::ClearManualAction, Action::DeleteChild(Color::Blue)]
+    );
+}
+
+#[test]
+fn a_restarted_outgoing_job_is_stopped_only_after_min_ready_past_w() {
+    // Blue failed over after promotion: new task start times, a stale report past W.
+    let mut obs = tearing_down(OutgoingStop::default(), None);
+    let blue = obs.blue.as_mut().unwrap();
+    blue.flink.as_mut().unwrap().tasks_started_at = Some(5_000);
+    let p = plan(&at(obs.clone(), "2026-01-01T00:00:00Z"));
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(condition(&p, "Progressing").1, "OutgoingNotReady");
+    assert!(p.notes.iter().any(|n| n.reason == "OutgoingRestarted"));
+    // minReady (10 s) later with the same start time, past W: stopped.
+    obs.status = p.status;
+    let later = plan(&at(obs.clone(), "2026-01-01T00:00:11Z"));
+    assert!(
+        matches!(later.actions.as_slice(), [Action::StopJob { .. }]),
+        "{:?}",
+        later.actions
+    );
+    // Still below W after minReady (the replay has not reached it): not stopped.
+    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().gates = Some(crate::observed::GateObs {
+        reports: vec![crate::fixtures::report(1, 2, Some(60_000), 65_000)],
+    });
+    let below = plan(&at(obs, "2026-01-01T00:00:11Z"));
+    assert!(below.actions.is_empty(), "{:?}", below.actions);
 }
 
 #[test]
@@ -1271,6 +1409,8 @@ fn an_abort_keeps_the_floor() {
         past_w_by_idleness: Vec::new(),
         forward_repair: None,
         incoming_ready: None,
+        outgoing_ready: None,
+        outgoing_restart: None,
     });
     obs.status.epoch = 2;
     obs.configmap = ConfigMapObs::Valid(CoordinationState {

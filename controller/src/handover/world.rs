@@ -69,6 +69,11 @@ struct Job {
     origin: i64,
     /// Restarts so far (a failover from the last checkpoint; the job stays RUNNING).
     restarts: u32,
+    /// `spec.restartNonce` of its FlinkDeployment.
+    restart_nonce: Option<i64>,
+    /// After a restart, Flink's metric store serves the previous attempt's gate report until
+    /// this world time (ms).
+    stale: Option<(i64, GateReport)>,
 }
 
 impl Job {
@@ -87,6 +92,32 @@ impl Job {
 
     fn finished(&self) -> bool {
         self.stop.as_ref().is_some_and(|(_, left)| *left == 0)
+    }
+
+    /// The gate report of the current attempt.
+    fn report(&self) -> GateReport {
+        GateReport {
+            applied: self.view().map(AppliedState::from),
+            max_passed: self.max_passed,
+            watermark: Some(self.next - 1),
+            idle: false,
+        }
+    }
+
+    /// Back to the last checkpoint (a failover, or a restart after a failure): the open
+    /// transaction and a stop in progress are gone, the tasks get a new start time, and the
+    /// metric store serves the old report for `stale_ms`.
+    fn rewind(&mut self, now: i64, stale_ms: i64) {
+        if stale_ms > 0 && self.running() {
+            self.stale = Some((now + stale_ms, self.report()));
+        }
+        let (next, max_passed) = self.checkpoint.unwrap_or((self.origin, None));
+        self.next = next;
+        self.max_passed = max_passed;
+        self.pending.clear();
+        self.stop = None;
+        self.restarts += 1;
+        self.tasks_started_at = now;
     }
 }
 
@@ -111,6 +142,17 @@ struct World {
     restarts_before_w: u32,
     /// Overrides the uptime the oracle requires of the incoming job when W is set.
     required_up_ms: Option<i64>,
+    /// Fail the outgoing job for good once, at a random step after W is set and before its
+    /// stop completes, in the handover to this template.
+    fail_outgoing_of: Option<String>,
+    /// Restart (fail over) the outgoing job at random after W is set, at most this many times
+    /// per handover.
+    outgoing_restarts_after_w: u32,
+    /// How long after a restart the metric store serves the previous attempt's gate report.
+    stale_ms: i64,
+    /// The outgoing job checkpoints rarely once W is proposed (a checkpoint interval longer
+    /// than the handover), so a restart goes back below W.
+    sparse_outgoing_checkpoints: bool,
 }
 
 impl World {
@@ -134,6 +176,10 @@ impl World {
             fail_after_commit: false,
             restarts_before_w: 3,
             required_up_ms: None,
+            fail_outgoing_of: None,
+            outgoing_restarts_after_w: 0,
+            stale_ms: 0,
+            sparse_outgoing_checkpoints: false,
         }
     }
 
@@ -151,17 +197,45 @@ impl World {
         let coin = self.dice.below(4) == 0;
         let now = self.obs.now.as_millisecond();
         let limit = self.restarts_before_w;
+        let stale_ms = self.stale_ms;
         if let Some(job) = self.jobs.get_mut(&to)
             && job.running()
             && coin
             && job.restarts < limit
         {
-            let (next, max_passed) = job.checkpoint.unwrap_or((job.origin, None));
-            job.next = next;
-            job.max_passed = max_passed;
+            job.rewind(now, stale_ms);
+        }
+    }
+
+    /// After W is set and until its stop completes, the outgoing job fails over at random (back
+    /// to its last checkpoint, which may lie below W) and, in one chosen handover, fails for
+    /// good once.
+    fn maybe_disturb_outgoing(&mut self) {
+        let Some(t) = &self.obs.status.transition else {
+            return;
+        };
+        let after_w = matches!(
+            t.phase,
+            Phase::ToggleSet | Phase::ClearToTeardown | Phase::TearingDown
+        );
+        let Some(from) = t.from.filter(|_| after_w) else {
+            return;
+        };
+        let fail = self.fail_outgoing_of.as_deref() == Some(t.template_hash.as_str())
+            && self.dice.below(3) == 0;
+        let restart = self.dice.below(3) == 0;
+        let now = self.obs.now.as_millisecond();
+        let (limit, stale_ms) = (self.outgoing_restarts_after_w, self.stale_ms);
+        let Some(job) = self.jobs.get_mut(&from).filter(|j| j.running()) else {
+            return;
+        };
+        if fail {
+            job.failed = true;
             job.pending.clear();
-            job.restarts += 1;
-            job.tasks_started_at = now;
+            job.stop = None;
+            self.fail_outgoing_of = None;
+        } else if restart && job.restarts < limit {
+            job.rewind(now, stale_ms);
         }
     }
 
@@ -251,7 +325,14 @@ impl World {
                     continue;
                 }
             }
-            let checkpoint = self.dice.below(2) == 0;
+            let sparse = self.sparse_outgoing_checkpoints
+                && self
+                    .obs
+                    .status
+                    .transition
+                    .as_ref()
+                    .is_some_and(|t| t.from == Some(color) && t.toggle.is_some());
+            let checkpoint = self.dice.below(if sparse { 40 } else { 2 }) == 0;
             let job = self.jobs.get_mut(&color).expect("job");
             let rule = job
                 .view()
@@ -280,6 +361,7 @@ impl World {
         }
         self.maybe_fail_incoming();
         self.maybe_restart_incoming();
+        self.maybe_disturb_outgoing();
     }
 
     /// Commits what every job still has pending (a last checkpoint before judging).
@@ -292,7 +374,7 @@ impl World {
 
     fn child_obs(&self, color: Color, trigger: Option<&String>) -> Option<ChildObs> {
         let job = self.jobs.get(&color)?;
-        let view = job.view();
+        let now = self.obs.now.as_millisecond();
         let stopping = self
             .obs
             .status
@@ -334,6 +416,7 @@ impl World {
             job_id: Some(format!("{}-job", color.suffix())),
             error: job.failed.then(|| "injected failure".into()),
             spec_job_state: Some(crate::observed::JobState::Running),
+            restart_nonce: job.restart_nonce,
             flink: if job.failed {
                 // An ended job's REST API still names its latest checkpoint.
                 Some(FlinkObs {
@@ -352,11 +435,9 @@ impl World {
                     latest_checkpoint: job.checkpoint_path(),
                     savepoint,
                     gates: Some(GateObs {
-                        reports: vec![GateReport {
-                            applied: view.map(AppliedState::from),
-                            max_passed: job.max_passed,
-                            watermark: Some(job.next - 1),
-                            idle: false,
+                        reports: vec![match job.stale {
+                            Some((until, report)) if now < until => report,
+                            _ => job.report(),
                         }],
                     }),
                     tasks_started_at: Some(job.tasks_started_at),
@@ -417,6 +498,8 @@ impl World {
                 tasks_started_at: 0,
                 origin: start,
                 restarts: 0,
+                restart_nonce: None,
+                stale: None,
             },
         );
     }
@@ -465,6 +548,37 @@ impl World {
         job.applied = 0;
     }
 
+    /// The Flink operator's reaction to a new `restartNonce` of a FAILED job: a redeploy from
+    /// its own latest checkpoint (a running job would be upgraded; the model allows no such
+    /// patch).
+    fn restart_child(&mut self, color: Color, nonce: i64) {
+        let cm = self.configmap.expect("ConfigMap");
+        let t = self
+            .obs
+            .status
+            .transition
+            .as_ref()
+            .expect("during a handover");
+        assert!(
+            t.from == Some(color)
+                && (cm.toggle.stage() == WatermarkStage::Set || cm.stage == Stage::ClearToTeardown),
+            "only the outgoing job is restarted, only after W is set: {cm}"
+        );
+        let now = self.obs.now.as_millisecond();
+        let starting = 1 + self.dice.below(5);
+        let job = self.jobs.get_mut(&color).expect("the failed outgoing job");
+        if job.restart_nonce == Some(nonce) {
+            return;
+        }
+        job.restart_nonce = Some(nonce);
+        assert!(job.failed, "only a failed job is restarted by its nonce");
+        job.rewind(now, 0);
+        job.failed = false;
+        job.starting = starting;
+        job.seen.clear();
+        job.applied = 0;
+    }
+
     /// Executes `action`, checking the invariants a real cluster relies on.
     fn execute(&mut self, action: &Action, status: &FlinkBlueGreenDeploymentStatus) {
         match action {
@@ -505,6 +619,7 @@ impl World {
                 restore_path,
                 spec.template.spec.job.upgrade_mode.as_deref(),
             ),
+            Action::RestartChild { color, nonce } => self.restart_child(*color, *nonce),
             Action::DeleteChild(color) => {
                 let cm = self.configmap.expect("ConfigMap");
                 if Some(*color) == status.transition.as_ref().map(|t| t.to) {
@@ -649,6 +764,49 @@ proptest! {
         prop_assert_eq!(repaired, (0..3).map(|i| i == failing).collect::<Vec<_>>());
         prop_assert!(world.obs.status.history.iter().take(3).all(|h| h.outcome == Outcome::Promoted));
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The outgoing job of every handover fails over after W is set (back to a checkpoint that
+    /// may lie below W, with Flink's metric store serving the previous attempt's report for a
+    /// while), and the one of one handover fails for good: it is restarted from its own latest
+    /// checkpoint and stopped only once past W again, so every tick is emitted exactly once.
+    #[test]
+    fn an_outgoing_job_restarting_or_failing_after_w_loses_nothing(seed in any::<u64>(), failing in 0usize..3) {
+        let mut world = World::new(seed);
+        let hashes = ["h2", "h3", "h4"];
+        world.fail_outgoing_of = Some(hashes[failing].into());
+        world.outgoing_restarts_after_w = 2;
+        world.stale_ms = 3_000;
+        world.sparse_outgoing_checkpoints = true;
+        let wrong = hand_over_three_times(&mut world);
+        prop_assert!(wrong.is_empty(), "ticks not emitted exactly once (tick, count): {:?}", wrong);
+        prop_assert!(world.obs.status.history.iter().take(3).all(|h| h.outcome == Outcome::Promoted));
+    }
+}
+
+#[test]
+fn the_ledger_catches_a_stop_that_trusts_a_stale_report() {
+    // The oracle can fail: without the wait for minReady after a restart, the controller trusts
+    // the previous attempt's report of being past W and stops a job that replays below W.
+    let caught = (0..40).any(|seed| {
+        let mut world = World::new(seed);
+        world.obs.settings = crate::fixtures::settings(|s| {
+            s.coordination.toggle.offset = Some("20ms".into());
+            s.coordination.min_ready = "0s".into();
+        });
+        world.outgoing_restarts_after_w = 3;
+        world.stale_ms = 5_000;
+        world.sparse_outgoing_checkpoints = true;
+        let wrong = hand_over_three_times(&mut world);
+        wrong.iter().any(|(_, n)| *n == 0)
+    });
+    assert!(
+        caught,
+        "a stop below W after a restart must show up as losses"
+    );
 }
 
 /// Deploys h1 on blue, then hands over to h2, h3 and h4; returns the ticks up to the final
