@@ -1,7 +1,9 @@
 //! End-to-end tests live in `tests/tests/`; this library holds what several of them share: the
 //! `orders` deployment running blue on the simulated stack, an image change that starts a
-//! handover, and controller replicas electing a leader on a Lease.
+//! handover, controller replicas electing a leader on a Lease, and the real-Flink bed (`real`).
 #![forbid(unsafe_code)]
+
+pub mod real;
 
 use std::sync::Arc;
 use std::time::Duration;

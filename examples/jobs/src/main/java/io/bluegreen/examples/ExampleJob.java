@@ -50,6 +50,7 @@ public final class ExampleJob {
             "  --rate N                     records/s per split (default 100)",
             "  --t0 MS                      schedule start, epoch ms (default: now, rounded down to the second)",
             "  --records-per-split N        0: unbounded (default 0)",
+            "  --catch-up-rate N            records/s per reader while behind the schedule, 0: full speed (default 0)",
             "  --keys-per-split N           (default 16)",
             "  --jitter-ms N                event time = schedule +- jitter (default 3000); watermark bound 2 * jitter",
             "  --idle-split N               split idle in each cycle, -1: none (default 1)",
@@ -70,7 +71,7 @@ public final class ExampleJob {
             "  --fail-trigger FILE          a task fails once whenever FILE appears (it deletes FILE): a restart on cue");
 
     private static final Set<String> KNOWN = Set.of("output", "version", "topology", "seed", "splits", "rate", "t0",
-            "records-per-split", "keys-per-split", "jitter-ms", "idle-split", "idle-active-ms", "idle-cycle-ms",
+            "records-per-split", "catch-up-rate", "keys-per-split", "jitter-ms", "idle-split", "idle-active-ms", "idle-cycle-ms",
             "idleness-ms", "checkpoint-interval-ms", "parallelism", "color", "state-source", "w", "handover-to", "rolling",
             "fail-trigger");
 
@@ -122,7 +123,7 @@ public final class ExampleJob {
                 longArg(args, "rate", 100), t0, longArg(args, "jitter-ms", 3000), intArg(args, "idle-split", 1),
                 longArg(args, "idle-active-ms", 20000), longArg(args, "idle-cycle-ms", 40000));
         ExampleSource source = new ExampleSource(records, intArg(args, "splits", 4),
-                longArg(args, "records-per-split", 0));
+                longArg(args, "records-per-split", 0), longArg(args, "catch-up-rate", 0));
         WatermarkStrategy<Event> watermarks = WatermarkStrategy
                 .<Event>forBoundedOutOfOrderness(Duration.ofMillis(records.outOfOrdernessMs()))
                 .withTimestampAssigner((e, ts) -> e.eventTime)

@@ -36,17 +36,27 @@ public final class ExampleSource implements Source<Event, ExampleSource.Split, L
     private final Records records;
     private final int splits;
     private final long recordsPerSplit;
+    private final long catchUpRate;
 
-    ExampleSource(Records records, int splits, long recordsPerSplit) {
+    /**
+     * A source of {@code splits} splits; {@code catchUpRate} > 0 caps how fast a reader that is
+     * behind its schedule (after a restore) emits, in records per second per reader (0: at full
+     * speed), so that a replay takes a while, as a large backlog does on a real cluster.
+     */
+    ExampleSource(Records records, int splits, long recordsPerSplit, long catchUpRate) {
         if (splits < 1) {
             throw new IllegalArgumentException("--splits must be >= 1, got " + splits);
         }
         if (recordsPerSplit < 0) {
             throw new IllegalArgumentException("--records-per-split must be >= 0 (0: unbounded), got " + recordsPerSplit);
         }
+        if (catchUpRate < 0) {
+            throw new IllegalArgumentException("--catch-up-rate must be >= 0 (0: full speed), got " + catchUpRate);
+        }
         this.records = records;
         this.splits = splits;
         this.recordsPerSplit = recordsPerSplit;
+        this.catchUpRate = catchUpRate;
     }
 
     @Override
@@ -56,7 +66,7 @@ public final class ExampleSource implements Source<Event, ExampleSource.Split, L
 
     @Override
     public SourceReader<Event, Split> createReader(SourceReaderContext ctx) {
-        return new Reader(records, recordsPerSplit);
+        return new Reader(records, recordsPerSplit, catchUpRate);
     }
 
     @Override
@@ -162,6 +172,10 @@ public final class ExampleSource implements Source<Event, ExampleSource.Split, L
     static final class Reader implements SourceReader<Event, Split> {
         private final Records records;
         private final long recordsPerSplit;
+        /** Nanoseconds between two records at the catch-up cap; 0: no cap. */
+        private final long catchUpNanos;
+        /** {@link System#nanoTime()} before which the next record is not emitted (the cap). */
+        private long nextAllowedNanos = Long.MIN_VALUE;
         private final List<State> splits = new ArrayList<>();
         private boolean noMoreSplits;
         private CompletableFuture<Void> available = CompletableFuture.completedFuture(null);
@@ -181,9 +195,10 @@ public final class ExampleSource implements Source<Event, ExampleSource.Split, L
             }
         }
 
-        Reader(Records records, long recordsPerSplit) {
+        Reader(Records records, long recordsPerSplit, long catchUpRate) {
             this.records = records;
             this.recordsPerSplit = recordsPerSplit;
+            this.catchUpNanos = catchUpRate > 0 ? 1_000_000_000L / catchUpRate : 0;
         }
 
         @Override
@@ -214,6 +229,15 @@ public final class ExampleSource implements Source<Event, ExampleSource.Split, L
                 return InputStatus.NOTHING_AVAILABLE;
             }
             long wait = bestDue - System.currentTimeMillis();
+            if (wait <= 0 && catchUpNanos > 0) {
+                long now = System.nanoTime();
+                if (nextAllowedNanos != Long.MIN_VALUE && now - nextAllowedNanos < 0) {
+                    wait = Math.max(1, (nextAllowedNanos - now) / 1_000_000);
+                } else {
+                    nextAllowedNanos = (nextAllowedNanos == Long.MIN_VALUE || now - nextAllowedNanos > catchUpNanos
+                            ? now : nextAllowedNanos) + catchUpNanos;
+                }
+            }
             if (wait > 0) {
                 CompletableFuture<Void> f = new CompletableFuture<>();
                 available = f;

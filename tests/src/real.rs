@@ -1,0 +1,142 @@
+//! The real-Flink test bed shared by `real_upgrades.rs` and `real_handover_holes.rs`: the stack
+//! with the real-mode runner (one JVM per job, the real sidecar), the built artifacts, one test at
+//! a time, and the ledger's verdict.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::ensure;
+use bluegreen_controller::resource::FlinkBlueGreenDeployment;
+use bluegreen_examples::real::{Artifacts, ExampleJob, java_available};
+use bluegreen_examples::{LocalStack, StackOptions};
+use bluegreen_local_flink::file_ledger::FileLedgerReport;
+use bluegreen_protocol::Color;
+
+/// One real-Flink test at a time: each runs up to two job JVMs on a 2-core machine.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// How long one upgrade (savepoint, new JVM, W, promotion, teardown) may take on a loaded machine.
+pub const UPGRADE: Duration = Duration::from_mins(3);
+
+/// `None` (the test passes without running) when no JVM is installed; an error naming the build
+/// command when a JVM is there but an artifact is not.
+pub fn artifacts() -> anyhow::Result<Option<Artifacts>> {
+    if !java_available() {
+        eprintln!("SKIPPED: no `java` on the PATH; real-Flink tests need a JDK 17");
+        return Ok(None);
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is inside the repository");
+    Artifacts::find(repo, "debug").map(Some)
+}
+
+/// One real-Flink test's bed: the stack with the real-mode runner and the controller, the built
+/// artifacts and a work directory, held one test at a time.
+pub struct Bed {
+    /// The stack with the real-mode runner and the controller.
+    pub stack: LocalStack,
+    /// The built jars and the sidecar.
+    pub artifacts: Artifacts,
+    work: tempfile::TempDir,
+    _serial: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl Bed {
+    /// `None` (the test passes without running) when no JVM is installed.
+    pub async fn start() -> anyhow::Result<Option<Self>> {
+        let serial = SERIAL.lock().await;
+        let Some(artifacts) = artifacts()? else {
+            return Ok(None);
+        };
+        let work = tempfile::tempdir()?;
+        let mut stack = LocalStack::start(StackOptions {
+            real_flink: Some(artifacts.options(&work.path().join("flink"))),
+            ..StackOptions::default()
+        })
+        .await?;
+        stack.start_controller();
+        Ok(Some(Self {
+            stack,
+            artifacts,
+            work,
+            _serial: serial,
+        }))
+    }
+
+    /// A directory for one job's output.
+    pub fn output(&self, name: &str) -> std::path::PathBuf {
+        self.work.path().join(name)
+    }
+
+    /// Creates `name` running `job` and waits until blue runs it.
+    pub async fn deploy(&self, name: &str, job: &ExampleJob) -> anyhow::Result<()> {
+        self.stack
+            .create(name, job.spec(&self.artifacts.job_jar))
+            .await?;
+        self.stack.wait_steady(name, Color::Blue, UPGRADE).await?;
+        Ok(())
+    }
+}
+
+/// Commits what the active job read, then asserts the ledger: every record once, by its owner,
+/// with the right running count, in undamaged files.
+pub async fn assert_exactly_once(
+    stack: &LocalStack,
+    name: &str,
+    output: &Path,
+    check_counts: bool,
+) -> anyhow::Result<FileLedgerReport> {
+    stack.commit_active(name).await?;
+    let report = stack.file_report(name, output, check_counts).await?;
+    ensure!(report.is_exactly_once_by_owner(), "{report}");
+    Ok(report)
+}
+
+/// Moves `name` to `job` and waits until it is steady on `to`.
+pub async fn upgrade_to(
+    stack: &LocalStack,
+    name: &str,
+    job: &ExampleJob,
+    to: Color,
+) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    stack.patch_spec(name, job.template_patch()).await?;
+    stack.wait_steady(name, to, UPGRADE).await?;
+    eprintln!(
+        "upgrade to {} ({}, parallelism {}): {:?}",
+        to,
+        job.version,
+        job.parallelism,
+        started.elapsed()
+    );
+    Ok(())
+}
+
+/// Waits until the job took the fail trigger `file` (a task deletes it as it fails).
+pub async fn wait_taken(file: &Path) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
+    while file.exists() {
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "no job took the fail trigger {}",
+            file.display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+/// Whether the resource's condition `type_` (`Progressing`, `Degraded`, …) has `reason`.
+pub fn has_condition(f: &FlinkBlueGreenDeployment, type_: &str, reason: &str) -> bool {
+    f.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == type_ && c.reason == reason)
+    })
+}
+
+/// Whether the resource's `Progressing` condition has `reason`.
+pub fn progressing(f: &FlinkBlueGreenDeployment, reason: &str) -> bool {
+    has_condition(f, "Progressing", reason)
+}

@@ -1,0 +1,195 @@
+//! Paths to a loss or a duplicate that a review of the controller against real Flink found, each
+//! shown on **real Flink 1.20** through the unchanged controller (the real-mode runner, the real
+//! sidecar), with real time, a checkpoint interval (60 s) longer than every wait of a handover and
+//! the file ledger judging the committed part files.
+//!
+//! - The outgoing job fails for good after W is set (its restart strategy exhausted), before or
+//!   after promotion: its records `t <= W` after its last checkpoint exist only in that
+//!   checkpoint, so deleting it lost them. It is restarted from that checkpoint instead.
+//! - The outgoing job fails over after promotion: it replays from a checkpoint below W, and a
+//!   stop sent as soon as it runs again committed only what the replay had reached.
+//!
+//! Needs what `real_upgrades.rs` needs (`scripts/test` builds it); without a `java` on the PATH
+//! every test says so and passes without running.
+
+use std::path::Path;
+
+use bluegreen_e2e::real::{Bed, UPGRADE, assert_exactly_once, has_condition, wait_taken};
+use bluegreen_examples::LocalStack;
+use bluegreen_examples::real::ExampleJob;
+use bluegreen_protocol::Color;
+use serde_json::json;
+
+/// Failures that exhaust the example spec's restart strategy (fixed-delay, 3 attempts).
+const FAILURES_TO_EXHAUST: usize = 4;
+
+/// Fails the job watching `trigger` until its restart strategy is exhausted: one failure per
+/// trigger file, each taken by the restarted job.
+async fn exhaust_restarts(trigger: &Path) -> anyhow::Result<()> {
+    for _ in 0..FAILURES_TO_EXHAUST {
+        std::fs::write(trigger, b"")?;
+        wait_taken(trigger).await?;
+    }
+    Ok(())
+}
+
+/// Sets `bluegreen.dev/action` on `name`.
+async fn action(stack: &LocalStack, name: &str, action: &str) -> anyhow::Result<()> {
+    let patch = json!({"metadata": {"annotations": {"bluegreen.dev/action": action}}});
+    stack
+        .fbgds()
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+    Ok(())
+}
+
+/// The deployment `orders` steady on blue, with blue watching `fail-blue` and the upgrade to v2
+/// (green) watching `fail-green`; `coordination` is merged into the spec first, `conf` into both
+/// jobs' Flink configuration and `args` into both jobs' arguments.
+async fn blue_then_upgrade(
+    bed: &Bed,
+    coordination: serde_json::Value,
+    conf: &[(&str, &str)],
+    args: &[&str],
+) -> anyhow::Result<(ExampleJob, std::path::PathBuf)> {
+    let output = bed.output("out");
+    let fail_blue = bed.output("fail-blue");
+    let mut job = ExampleJob::new(&output);
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    job.extra_args = vec!["--fail-trigger".into(), fail_blue.display().to_string()];
+    job.extra_args.extend(args.iter().cloned());
+    let mut spec = job.spec(&bed.artifacts.job_jar);
+    for (k, v) in conf {
+        spec.template
+            .spec
+            .flink_configuration
+            .insert((*k).to_owned(), (*v).to_owned());
+    }
+    bed.stack.create("orders", spec).await?;
+    bed.stack
+        .wait_steady("orders", Color::Blue, UPGRADE)
+        .await?;
+    bed.stack
+        .patch_spec("orders", json!({ "coordination": coordination }))
+        .await?;
+    job.version = "v2".into();
+    job.extra_args = vec![
+        "--fail-trigger".into(),
+        bed.output("fail-green").display().to_string(),
+    ];
+    job.extra_args.extend(args);
+    bed.stack.patch_spec("orders", job.template_patch()).await?;
+    Ok((job, output))
+}
+
+/// Blue exhausts its restart strategy in `ClearToTeardown` (promoted, kept for the deletion
+/// delay): the controller restarts it from its latest checkpoint (`Degraded/OutgoingFailed`),
+/// stops it with a savepoint once it is past W again, and the handover completes with every
+/// record once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_outgoing_job_is_restarted_from_its_checkpoint_and_loses_nothing()
+-> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let stack = &bed.stack;
+    let (_, output) =
+        blue_then_upgrade(&bed, json!({"deploymentDeletionDelay": "40s"}), &[], &[]).await?;
+    stack
+        .wait_for("orders", UPGRADE, "promotion", |f| {
+            has_condition(f, "Progressing", "ClearToTeardown")
+        })
+        .await?;
+    exhaust_restarts(&bed.output("fail-blue")).await?;
+    stack
+        .wait_for("orders", UPGRADE, "Degraded/OutgoingFailed", |f| {
+            has_condition(f, "Degraded", "OutgoingFailed")
+        })
+        .await?;
+    stack.wait_steady("orders", Color::Green, UPGRADE).await?;
+    let fbgd = stack.fbgds().get("orders").await?;
+    let status = fbgd.status.expect("status");
+    assert_eq!(
+        status.history[0].outcome,
+        bluegreen_controller::resource::Outcome::Promoted
+    );
+    let report = assert_exactly_once(stack, "orders", &output, true).await?;
+    eprintln!("{report}");
+    bed.stack.shutdown().await;
+    Ok(())
+}
+
+/// The same while W is set and promotion waits for a person: blue FAILED is restarted from its
+/// checkpoint before it can be promoted past, instead of leaving the handover waiting silently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outgoing_job_failing_for_good_before_promotion_is_restarted_and_loses_nothing()
+-> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let stack = &bed.stack;
+    let (_, output) = blue_then_upgrade(&bed, json!({"promotion": "manual"}), &[], &[]).await?;
+    stack
+        .wait_for("orders", UPGRADE, "awaiting promotion", |f| {
+            has_condition(f, "Progressing", "AwaitingPromotion")
+        })
+        .await?;
+    exhaust_restarts(&bed.output("fail-blue")).await?;
+    stack
+        .wait_for("orders", UPGRADE, "Degraded/OutgoingFailed", |f| {
+            has_condition(f, "Degraded", "OutgoingFailed")
+        })
+        .await?;
+    stack
+        .wait_for(
+            "orders",
+            UPGRADE,
+            "awaiting promotion after the restart",
+            |f| has_condition(f, "Progressing", "AwaitingPromotion"),
+        )
+        .await?;
+    action(stack, "orders", "promote").await?;
+    stack.wait_steady("orders", Color::Green, UPGRADE).await?;
+    let report = assert_exactly_once(stack, "orders", &output, true).await?;
+    eprintln!("{report}");
+    bed.stack.shutdown().await;
+    Ok(())
+}
+
+/// Blue fails over after promotion, while it is kept for the deletion delay (3 s): it restarts
+/// from its latest checkpoint or savepoint below W and replays at 150 records/s per reader (its
+/// schedule is 100), as a backlog does on a cluster. A stop sent as soon as it runs again would
+/// commit only what the replay had reached, and green drops the rest `t <= W`; the stop waits
+/// until blue has run `minReady` again with every gate past W.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outgoing_job_failing_over_after_promotion_is_stopped_only_past_w() -> anyhow::Result<()>
+{
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let stack = &bed.stack;
+    let (_, output) = blue_then_upgrade(
+        &bed,
+        json!({"deploymentDeletionDelay": "3s"}),
+        &[],
+        &["--catch-up-rate", "150"],
+    )
+    .await?;
+    stack
+        .wait_for("orders", UPGRADE, "promotion", |f| {
+            has_condition(f, "Progressing", "ClearToTeardown")
+        })
+        .await?;
+    let fail_blue = bed.output("fail-blue");
+    std::fs::write(&fail_blue, b"")?;
+    wait_taken(&fail_blue).await?;
+    stack.wait_steady("orders", Color::Green, UPGRADE).await?;
+    let report = assert_exactly_once(stack, "orders", &output, true).await?;
+    eprintln!("{report}");
+    bed.stack.shutdown().await;
+    Ok(())
+}
