@@ -37,9 +37,12 @@ impl Planner<'_> {
             ),
             Some(child) if template_changed && !already_failed => {
                 let child = child.clone();
-                match self.toggle_in_past(settings, &child) {
-                    Some(why) => self.invalid_spec("spec.coordination.toggle.value", &why),
-                    None => self.start_handover(settings, active, &child),
+                if let Some(why) = self.major_version_crossed(settings) {
+                    self.invalid_spec("spec.template.spec.flinkVersion", &why);
+                } else if let Some(why) = self.toggle_in_past(settings, &child) {
+                    self.invalid_spec("spec.coordination.toggle.value", &why);
+                } else {
+                    self.start_handover(settings, active, &child);
                 }
             }
             Some(child) => {
@@ -73,6 +76,33 @@ impl Planner<'_> {
         }
         self.health.degraded(Reason::InvalidSpec, message);
         self.requeue = STEADY_REQUEUE;
+    }
+
+    /// Why the new template cannot start from the running job's state: its `flinkVersion`
+    /// (`v1_20`, `v2_1`, …) is of another major line than the deployed one, and Flink restores
+    /// no savepoint or checkpoint across major versions. `None` when both are in one line, one
+    /// is not known, or `coordination.restoreFrom` is `stateless`.
+    pub(super) fn major_version_crossed(&self, settings: &Settings) -> Option<String> {
+        if settings.restore_from == RestoreFrom::Stateless {
+            return None;
+        }
+        let major = |v: &str| {
+            v.strip_prefix('v')
+                .and_then(|rest| rest.split('_').next())
+                .map(str::to_owned)
+        };
+        let deployed = self
+            .status
+            .deployed_spec
+            .as_ref()
+            .and_then(|s| s.template.spec.flink_version.clone())?;
+        let wanted = self.obs.spec.template.spec.flink_version.clone()?;
+        let (from, to) = (major(&deployed)?, major(&wanted)?);
+        (from != to).then(|| {
+            format!(
+                "moves the job from {deployed} to {wanted}: Flink restores no savepoint or checkpoint across major versions, so the incoming job could not start from the running one's state. Upgrade within the {deployed} line, or migrate the state (Flink's State Processor API) and hand over with `coordination.restoreFrom: stateless` and `job.initialSavepointPath` set to the migrated savepoint"
+            )
+        })
     }
 
     /// Why `coordination.toggle.value` cannot be the next W: it is not after the live job's

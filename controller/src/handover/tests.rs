@@ -1927,3 +1927,35 @@ fn a_repaired_handover_finishes_with_history_and_stays_degraded_until_the_templa
     let p = plan(&steady);
     assert_eq!(transition(&p).template_hash, "h3");
 }
+
+#[test]
+fn a_template_crossing_flink_major_versions_is_refused_naming_the_field() {
+    let mut obs = steady_blue("h2");
+    let mut deployed = obs.spec.clone();
+    deployed.template.spec.flink_version = Some("v1_20".into());
+    obs.status.deployed_spec = Some(deployed);
+    obs.spec.template.spec.flink_version = Some("v2_1".into());
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert!(p.status.transition.is_none());
+    let degraded = p
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Degraded")
+        .unwrap();
+    assert_eq!(degraded.reason, "InvalidSpec");
+    assert!(
+        degraded.message.contains("spec.template.spec.flinkVersion")
+            && degraded.message.contains("v1_20")
+            && degraded.message.contains("restoreFrom: stateless"),
+        "{}",
+        degraded.message
+    );
+    // Within a major line, and with an explicitly stateless start, the handover starts.
+    obs.spec.template.spec.flink_version = Some("v1_19".into());
+    assert!(plan(&obs).status.transition.is_some());
+    obs.spec.template.spec.flink_version = Some("v2_1".into());
+    obs.settings = settings(|s| s.coordination.restore_from = RestoreFrom::Stateless);
+    assert!(plan(&obs).status.transition.is_some());
+}
