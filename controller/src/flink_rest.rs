@@ -153,35 +153,56 @@ impl FlinkRest {
             let listed: Vec<MetricId> = self
                 .get_typed(&format!("/jobs/{job_id}/vertices/{vid}/subtasks/metrics"))
                 .await?;
-            let Some(metric) = listed.iter().find(|m| m.id.ends_with(GATE_REPORT_METRIC)) else {
-                continue;
-            };
-            for subtask in 0..vertex.parallelism {
-                let path = format!(
-                    "/jobs/{job_id}/vertices/{vid}/subtasks/{subtask}/metrics?get={}",
-                    metric.id
-                );
-                let values: Vec<MetricValue> = self.get_typed(&path).await?;
-                let line = values
-                    .into_iter()
-                    .find(|v| v.id == metric.id)
-                    .ok_or_else(|| Error::FlinkRest {
-                        url: format!("{}{path}", self.base),
-                        message: format!("subtask {subtask} does not report {}", metric.id),
-                    })?;
-                let report =
-                    line.value
-                        .parse::<GateReport>()
-                        .map_err(|source| Error::GateReport {
-                            url: format!("{}{path}", self.base),
-                            metric: metric.id.clone(),
-                            subtask,
-                            source,
-                        })?;
-                reports.push(report);
+            // Every gate of the vertex: two gates chained into one vertex have one id each.
+            let mut ids: Vec<&str> = listed
+                .iter()
+                .map(|m| m.id.as_str())
+                .filter(|id| id.ends_with(GATE_REPORT_METRIC))
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            for metric in ids {
+                self.gate_reports(job_id, vertex, metric, &mut reports)
+                    .await?;
             }
         }
         Ok((!reports.is_empty()).then_some(GateObs { reports }))
+    }
+
+    /// Every subtask's line of the gate metric `metric` of `vertex`, appended to `reports`; an
+    /// error when a subtask does not report it or its line does not parse.
+    async fn gate_reports(
+        &self,
+        job_id: &str,
+        vertex: &Vertex,
+        metric: &str,
+        reports: &mut Vec<GateReport>,
+    ) -> Result<()> {
+        let vid = &vertex.id;
+        for subtask in 0..vertex.parallelism {
+            let path =
+                format!("/jobs/{job_id}/vertices/{vid}/subtasks/{subtask}/metrics?get={metric}");
+            let values: Vec<MetricValue> = self.get_typed(&path).await?;
+            let line =
+                values
+                    .into_iter()
+                    .find(|v| v.id == metric)
+                    .ok_or_else(|| Error::FlinkRest {
+                        url: format!("{}{path}", self.base),
+                        message: format!("subtask {subtask} does not report {metric}"),
+                    })?;
+            let report = line
+                .value
+                .parse::<GateReport>()
+                .map_err(|source| Error::GateReport {
+                    url: format!("{}{path}", self.base),
+                    metric: metric.to_owned(),
+                    subtask,
+                    source,
+                })?;
+            reports.push(report);
+        }
+        Ok(())
     }
 
     /// POSTs `body` as JSON to `path` under the base URL; returns the full URL (for errors) and
@@ -668,6 +689,75 @@ mod tests {
         assert!(gates.acknowledge(2, 1000));
         assert_eq!(gates.max_passed(), Some(1001), "W must be raised above it");
         assert_eq!(gates.watermark(), Some(990));
+    }
+
+    /// Two gates chained into one vertex (two gated sinks after one operator): each has its
+    /// own metric id, and both are read; W proposed from the first alone would be below what
+    /// the second already passed.
+    #[tokio::test]
+    async fn two_gates_in_one_vertex_are_both_read() {
+        use axum::extract::Path;
+        use axum::routing::get;
+        let ids = [
+            "map.bluegreenGate.a1.bluegreenGateAppliedState",
+            "map.bluegreenGate.b2.bluegreenGateAppliedState",
+        ];
+        let router = axum::Router::new()
+            .route(
+                "/jobs/{jid}",
+                get(|| async {
+                    axum::Json(json!({"vertices": [
+                        {"id": "v", "name": "Source -> Map -> Sink: a -> Sink: b", "parallelism": 1,
+                         "status": "RUNNING", "start-time": 1, "tasks": {"RUNNING": 1}},
+                    ]}))
+                }),
+            )
+            .route(
+                "/jobs/{jid}/vertices/{vid}/subtasks/metrics",
+                get(move || async move {
+                    axum::Json(json!([{"id": ids[1]}, {"id": "numRecordsIn"}, {"id": ids[0]}]))
+                }),
+            )
+            .route(
+                "/jobs/{jid}/vertices/{vid}/subtasks/{i}/metrics",
+                get(
+                    move |axum::extract::Query(q): axum::extract::Query<
+                        std::collections::HashMap<String, String>,
+                    >,
+                          Path((_, _, _)): Path<(String, String, u32)>| async move {
+                        let id = q.get("get").cloned().unwrap_or_default();
+                        let max = if id == ids[0] { 998 } else { 1_005 };
+                        axum::Json(json!([{"id": id, "value": line(1000, max)}]))
+                    },
+                ),
+            )
+            .route(
+                "/jobs/{jid}/checkpoints",
+                get(|| async {
+                    axum::Json(json!({"counts": {"completed": 1}, "latest": {"completed": null}}))
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        let rest = FlinkRest::new(
+            http_client(Duration::from_secs(2)),
+            &format!("http://{addr}"),
+            "ns",
+            "d",
+        );
+        let gates = rest
+            .observe("job", None, false)
+            .await
+            .unwrap()
+            .gates
+            .unwrap();
+        assert_eq!(gates.reports.len(), 2, "one report per gate of the vertex");
+        assert_eq!(
+            gates.max_passed(),
+            Some(1_005),
+            "the second gate's maximum is read"
+        );
     }
 
     #[tokio::test]
