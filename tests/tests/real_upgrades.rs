@@ -154,6 +154,12 @@ async fn a_gate_chained_into_the_source_vertex_and_two_gated_sinks_hand_over() -
         let mut job = ExampleJob::new(&output);
         job.topology = topology.into();
         bed.deploy(name, &job).await?;
+        if topology == "two-sinks" {
+            // Both gates are chained into one vertex under one operator name; each has its own
+            // metric id, and the controller reads both (every subtask of each).
+            let gates = blue_gate_reports(stack, name).await?;
+            assert_eq!(gates, 2 * 2, "two gates at parallelism 2");
+        }
         job.version = "v2".into();
         upgrade_to(stack, name, &job, Color::Green).await?;
         stack.commit_active(name).await?;
@@ -226,6 +232,43 @@ async fn an_incoming_job_restarting_right_after_promotion_emits_nothing_twice() 
     assert!(report.is_exactly_once_by_owner(), "{report}");
     bed.stack.shutdown().await;
     Ok(())
+}
+
+/// How many gate reports the controller's REST reader finds in the blue job of `name`.
+async fn blue_gate_reports(
+    stack: &bluegreen_examples::LocalStack,
+    name: &str,
+) -> anyhow::Result<usize> {
+    let child = format!("{name}-blue");
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        stack.client.clone(),
+        bluegreen_examples::NAMESPACE,
+        &bluegreen_controller::context::flink_deployment_resource(),
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let obj = api.get(&child).await?;
+        let job_id = obj.data["status"]["jobStatus"]["jobId"]
+            .as_str()
+            .map(str::to_owned);
+        let rest = bluegreen_controller::flink_rest::FlinkRest::new(
+            stack.ctx.http.clone(),
+            &stack.ctx.rest_url_template,
+            bluegreen_examples::NAMESPACE,
+            &child,
+        );
+        if let Some(job_id) = job_id
+            && let Ok(obs) = rest.observe(&job_id, None, false).await
+            && let Some(gates) = obs.gates.filter(|g| g.reports.len() >= 4)
+        {
+            return Ok(gates.reports.len());
+        }
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "fewer than 4 gate reports in {child} within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// Flink faults on real jobs while W is set (promotion waits for a person): the outgoing job

@@ -64,8 +64,14 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
     public static final String METRIC_EPOCH = "bluegreenGateEpoch";
     public static final String METRIC_WATERMARK_STAGE = "bluegreenGateWatermarkStage";
     public static final String METRIC_TOGGLE = "bluegreenGateToggle";
-    /** The controller's acknowledgement gauge: one line, format in {@link #appliedStateLine()}. */
+    /**
+     * The controller's acknowledgement gauge: one line, format in {@link #appliedStateLine()}.
+     * Registered in the group {@link #REPORT_GROUP}{@code =<id of this gate>}, so that two gates
+     * in one vertex under one operator name still have two metric ids.
+     */
     public static final String METRIC_APPLIED_STATE = "bluegreenGateAppliedState";
+    /** The key of the metric group, unique per gate, that holds {@link #METRIC_APPLIED_STATE}. */
+    public static final String REPORT_GROUP = "bluegreenGate";
     public static final String METRIC_HELD_RECORDS = "bluegreenGateHeldRecords";
     public static final String METRIC_HELD_BYTES = "bluegreenGateHeldBytes";
     public static final String METRIC_HELD_OLDEST_AGE = "bluegreenGateHeldOldestAgeMs";
@@ -94,6 +100,8 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
 
     private final Color color;
     private final StateSource source;
+    /** This gate's value of {@link #REPORT_GROUP}: fixed when the job graph is built. */
+    private final String reportId;
     /** Null: the default, {@link TimestampExtractor#fromContext()}, inlined in the decision path. */
     private TimestampExtractor<T> extractor;
     private long holdTimeoutNanos = DEFAULT_HOLD_TIMEOUT.toNanos();
@@ -129,6 +137,7 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
     public GateProcessFunction(Color color, StateSource source) {
         this.color = Objects.requireNonNull(color, "color");
         this.source = Objects.requireNonNull(source, "source");
+        this.reportId = java.util.UUID.randomUUID().toString().substring(0, 8);
     }
 
     /** Uses {@code extractor} for event times instead of the record's Flink timestamp. */
@@ -277,7 +286,7 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
             CoordinationState s = appliedPublished.state;
             return s == null || !s.hasToggle() ? 0L : s.watermarkToggleValue();
         });
-        metrics.gauge(METRIC_APPLIED_STATE, (Gauge<String>) this::appliedStateLine);
+        metrics.addGroup(REPORT_GROUP, reportId).gauge(METRIC_APPLIED_STATE, (Gauge<String>) this::appliedStateLine);
         subscription = source.subscribe(name, gate);
         LOG.info("bluegreen gate {} ({}) started; restored max passed event time {}", name, color, restoredMaxPassed);
     }
