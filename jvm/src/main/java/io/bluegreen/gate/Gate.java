@@ -105,16 +105,17 @@ public final class Gate implements StateSource.StateListener {
         return true;
     }
 
+    // The problem is written before its counter moves: whoever sees the count sees the message.
     private void refuse(Exception e) {
-        refusedUpdates.incrementAndGet();
         lastProblem = "refused update: " + e.getMessage();
+        refusedUpdates.incrementAndGet();
         LOG.warn("bluegreen gate {} ({}): refused a coordination update, keeping {}: {}", name, color, latest.state, e.getMessage());
     }
 
     @Override
     public void onSourceError(String message, Throwable cause) {
-        sourceErrors.incrementAndGet();
         lastProblem = "state source: " + message;
+        sourceErrors.incrementAndGet();
         LOG.warn("bluegreen gate {} ({}): state source error: {}", name, color, message, cause);
     }
 
