@@ -22,6 +22,7 @@ mod crd;
 mod delete;
 mod discovery;
 mod error;
+mod event_views;
 mod faults;
 mod fields;
 mod http;

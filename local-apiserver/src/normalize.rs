@@ -121,7 +121,15 @@ fn secret_string_data(obj: &mut Value) {
             data[k.as_str()] = serde_json::to_value(ByteString(bytes)).unwrap_or(Value::Null);
         }
     }
-    map.entry("type").or_insert_with(|| json!("Opaque"));
+    // As the real server's defaulting: a missing or empty type (kubectl's protobuf body of
+    // `create secret generic` has "") is Opaque.
+    if map
+        .get("type")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        map.insert("type".into(), json!("Opaque"));
+    }
 }
 
 fn namespace_defaults(obj: &mut Value) {

@@ -249,6 +249,44 @@ fn cell(v: Option<&Value>) -> Value {
 /// Computes one table cell from an object.
 type Extract = Box<dyn Fn(&Value) -> Value>;
 
+/// The columns kubectl shows for Events, from either view's field names.
+fn event_columns(core: bool) -> Vec<(&'static str, &'static str, Extract)> {
+    let (object, message) = if core {
+        ("/involvedObject", "/message")
+    } else {
+        ("/regarding", "/note")
+    };
+    vec![
+        (
+            "Type",
+            "Type of this event",
+            Box::new(|o: &Value| cell(o.get("type"))),
+        ),
+        (
+            "Reason",
+            "Why the event happened",
+            Box::new(|o: &Value| cell(o.get("reason"))),
+        ),
+        (
+            "Object",
+            "The object the event is about",
+            Box::new(move |o: &Value| {
+                let part = |k: &str| o.pointer(&format!("{object}/{k}")).and_then(Value::as_str);
+                json!(format!(
+                    "{}/{}",
+                    part("kind").unwrap_or_default().to_lowercase(),
+                    part("name").unwrap_or_default()
+                ))
+            }),
+        ),
+        (
+            "Message",
+            "A description of the event",
+            Box::new(move |o: &Value| cell(o.pointer(message))),
+        ),
+    ]
+}
+
 /// A `meta.k8s.io/v1` Table (what `kubectl get` asks for).
 fn table(rt: &ResourceType, version: &str, items: &[Arc<Value>], meta: &Value) -> Value {
     let col = |name: &str, ty: &str, format: &str, description: &str| json!({"name": name, "type": ty, "format": format, "description": description, "priority": 0});
@@ -281,6 +319,12 @@ fn table(rt: &ResourceType, version: &str, items: &[Arc<Value>], meta: &Value) -
         ("", "namespaces") => {
             columns.push(col("Status", "string", "", "The status of the namespace"));
             extract.push(Box::new(|o| cell(o.pointer("/status/phase"))));
+        }
+        ("" | "events.k8s.io", "events") => {
+            for (name, description, f) in event_columns(rt.group.is_empty()) {
+                columns.push(col(name, "string", "", description));
+                extract.push(f);
+            }
         }
         ("coordination.k8s.io", "leases") => {
             columns.push(col("Holder", "string", "", "The holder of the lease"));

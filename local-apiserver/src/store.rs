@@ -8,6 +8,7 @@ use axum::body::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use super::event_views::mirror;
 use super::meta::set_meta;
 use super::resources::{GroupResource, RBAC as RBAC_GROUP, Registry};
 
@@ -92,8 +93,22 @@ pub(crate) enum HistoryStart {
 
 impl Inner {
     /// Stores `obj` (or removes it when `kind` is `Deleted`) with a new resourceVersion and
-    /// publishes the event. Returns the stored object.
+    /// publishes the event. Returns the stored object. A change of an Event is also made in the
+    /// other Event API's view ([`mirror`]).
     pub fn commit(
+        &mut self,
+        gr: &GroupResource,
+        key: ObjKey,
+        obj: Value,
+        kind: EventType,
+    ) -> Arc<Value> {
+        let stored = self.commit_one(gr, key.clone(), obj, kind);
+        mirror(self, gr, key, kind, &stored);
+        stored
+    }
+
+    /// [`Inner::commit`] of this one object only.
+    pub fn commit_one(
         &mut self,
         gr: &GroupResource,
         key: ObjKey,

@@ -16,7 +16,9 @@ use bluegreen_local_apiserver::{
 };
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ObjectReference, Secret};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Event as CoreEvent, Namespace, ObjectReference, Secret,
+};
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
@@ -1405,6 +1407,98 @@ async fn events_recorder_leases_secrets_namespaces() {
         }
     })
     .await;
+    env.cleanup().await;
+}
+
+/// One store, two views: an events.k8s.io/v1 Event (what `kube::runtime::events::Recorder`
+/// and the controller write) is a core/v1 Event too, so `kubectl describe` and `kubectl get
+/// events --field-selector involvedObject.name=...` see it, and the reverse.
+#[tokio::test]
+async fn events_are_served_by_both_event_apis() {
+    let env = env("event_views").await;
+    let recorder = kube::runtime::events::Recorder::new(
+        env.client.clone(),
+        kube::runtime::events::Reporter {
+            controller: "conformance".into(),
+            instance: Some("pod-1".into()),
+        },
+    );
+    let reference = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("ConfigMap".into()),
+        name: Some("subject".into()),
+        namespace: Some(env.ns.clone()),
+        uid: Some("0b5d1a8e-0000-4000-8000-000000000001".into()),
+        ..ObjectReference::default()
+    };
+    let ev = kube::runtime::events::Event {
+        type_: kube::runtime::events::EventType::Warning,
+        reason: "Tested".into(),
+        note: Some("hello".into()),
+        action: "Test".into(),
+        secondary: None,
+    };
+    recorder.publish(&ev, &reference).await.expect("POST");
+    recorder
+        .publish(&ev, &reference)
+        .await
+        .expect("merge PATCH of the series");
+
+    let core: Api<CoreEvent> = env.api();
+    let selected = core
+        .list(&ListParams::default().fields("involvedObject.name=subject"))
+        .await
+        .expect("core/v1 events by involvedObject.name");
+    assert_eq!(selected.items.len(), 1, "{selected:?}");
+    let e = &selected.items[0];
+    assert_eq!(e.involved_object, reference);
+    assert_eq!(e.reason.as_deref(), Some("Tested"));
+    assert_eq!(e.message.as_deref(), Some("hello"));
+    assert_eq!(e.type_.as_deref(), Some("Warning"));
+    assert_eq!(e.action.as_deref(), Some("Test"));
+    assert_eq!(e.reporting_component.as_deref(), Some("conformance"));
+    assert_eq!(e.reporting_instance.as_deref(), Some("pod-1"));
+    assert_eq!(e.series.as_ref().and_then(|s| s.count), Some(2));
+    assert!(e.event_time.is_some(), "eventTime carried over");
+    let none = core
+        .list(&ListParams::default().fields("involvedObject.name=other"))
+        .await
+        .expect("selected list");
+    assert!(none.items.is_empty());
+
+    // core/v1 → events.k8s.io/v1, and deleting through one view deletes the other.
+    let written: CoreEvent = serde_json::from_value(json!({
+        "metadata": {"name": "legacy"},
+        "involvedObject": {"kind": "ConfigMap", "name": "old-style", "namespace": env.ns},
+        "reason": "Legacy", "message": "from core", "type": "Normal",
+        "source": {"component": "old-recorder"}, "count": 3,
+        "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:01:00Z",
+    }))
+    .expect("core event");
+    core.create(&PostParams::default(), &written)
+        .await
+        .expect("create core/v1 event");
+    let events: Api<K8sEvent> = env.api();
+    let seen = events
+        .get("legacy")
+        .await
+        .expect("read through events.k8s.io/v1");
+    assert_eq!(
+        seen.regarding.as_ref().and_then(|r| r.name.as_deref()),
+        Some("old-style")
+    );
+    assert_eq!(seen.note.as_deref(), Some("from core"));
+    assert_eq!(seen.reason.as_deref(), Some("Legacy"));
+    assert_eq!(seen.deprecated_count, Some(3));
+    assert_eq!(
+        seen.deprecated_source.and_then(|s| s.component).as_deref(),
+        Some("old-recorder")
+    );
+    events
+        .delete("legacy", &DeleteParams::default())
+        .await
+        .expect("delete through events.k8s.io/v1");
+    assert!(core.get_opt("legacy").await.expect("get").is_none());
     env.cleanup().await;
 }
 

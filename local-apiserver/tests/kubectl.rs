@@ -359,6 +359,7 @@ async fn kubectl_create_sends_protobuf() {
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client, "team-a");
     let secret = secrets.get("token").await.expect("token");
     assert_eq!(secret.data.expect("data")["t"].0, b"s3cret");
+    assert_eq!(secret.type_.as_deref(), Some("Opaque"), "type defaulted");
     assert!(
         kubectl(
             &kc,
@@ -367,6 +368,65 @@ async fn kubectl_create_sends_protobuf() {
         )
         .await
         .contains("serviceaccount/runner created")
+    );
+    server.shutdown().await;
+}
+
+/// An event recorded through events.k8s.io/v1 (as the controller does) is what `kubectl get
+/// events --field-selector involvedObject.name=...` and `kubectl describe` show.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_sees_events_recorded_through_events_api() {
+    let (server, _dir, kc) = start().await;
+    let client = server.client();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let subject = cms
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "subject"}})).expect("cm"),
+        )
+        .await
+        .expect("subject");
+    let recorder = kube::runtime::events::Recorder::new(
+        client,
+        kube::runtime::events::Reporter {
+            controller: "bluegreen-controller".into(),
+            instance: None,
+        },
+    );
+    recorder
+        .publish(
+            &kube::runtime::events::Event {
+                type_: kube::runtime::events::EventType::Normal,
+                reason: "HandoverStarted".into(),
+                note: Some("green starts from blue's savepoint".into()),
+                action: "Handover".into(),
+                secondary: None,
+            },
+            &kube::Resource::object_ref(&subject, &()),
+        )
+        .await
+        .expect("publish");
+    let out = kubectl(
+        &kc,
+        &[
+            "get",
+            "events",
+            "-n",
+            "default",
+            "--field-selector",
+            "involvedObject.name=subject",
+        ],
+        None,
+    )
+    .await;
+    assert!(
+        out.contains("HandoverStarted") && out.contains("green starts from blue's savepoint"),
+        "{out}"
+    );
+    let described = kubectl(&kc, &["describe", "configmap", "subject"], None).await;
+    assert!(
+        described.contains("HandoverStarted") && !described.contains("Events:  <none>"),
+        "{described}"
     );
     server.shutdown().await;
 }
