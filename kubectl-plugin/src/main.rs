@@ -80,9 +80,9 @@ enum Command {
     Status {
         /// The FlinkBlueGreenDeployment.
         name: String,
-        /// How long to wait, e.g. 90s, 10m (default: wait forever).
-        #[arg(long)]
-        timeout: Option<String>,
+        /// How long to wait, e.g. 90s, 10m (default: wait forever). Not a duration: exit 2.
+        #[arg(long, value_parser = parse_timeout)]
+        timeout: Option<Duration>,
     },
     /// Promote the incoming job now (manual promotion).
     Promote {
@@ -164,6 +164,7 @@ fn print(format: Format, value: &Value) -> Result<(), Error> {
         .map_err(|e| Error::Output(e.to_string()))
 }
 
+/// `--timeout`'s parser: clap reports its error as bad usage (exit 2).
 fn parse_timeout(value: &str) -> Result<Duration, Error> {
     let bad = |reason: String| Error::Timeout {
         value: value.to_owned(),
@@ -324,10 +325,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
             }
             Ok(exit::OK)
         }
-        Command::Status { name, timeout } => {
-            let timeout = timeout.as_deref().map(parse_timeout).transpose()?;
-            wait_status(&client, &ns, &name, timeout).await
-        }
+        Command::Status { name, timeout } => wait_status(&client, &ns, &name, timeout).await,
         Command::Promote { name } => annotate(&client, &ns, &name, "promote").await,
         Command::Abort { name } => annotate(&client, &ns, &name, "abort").await,
         Command::Teardown { name } => annotate(&client, &ns, &name, "teardown").await,

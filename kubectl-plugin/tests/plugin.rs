@@ -358,7 +358,7 @@ async fn status_exit_codes() {
 
     assert_eq!(f.run(&["status", "missing"]).await.0, 1);
     let (code, _, err) = f.run(&["status", "demo", "--timeout", "soon"]).await;
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "bad usage: {err}");
     assert!(err.contains("--timeout \"soon\""), "{err}");
     assert_eq!(f.run(&["status"]).await.0, 2);
     f.server.shutdown().await;
@@ -520,4 +520,24 @@ fn help_documents_exit_codes() {
         help.contains("3 degraded") && help.contains("5 timeout"),
         "{help}"
     );
+}
+
+/// A `--timeout` that is not a duration is bad usage (exit 2, as `--help` says), refused before
+/// any connection is made.
+#[test]
+fn bad_timeout_is_a_usage_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-bluegreen"))
+        .args([
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+            "status",
+            "orders",
+            "--timeout",
+            "abc",
+        ])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is not a duration"), "{stderr}");
 }
