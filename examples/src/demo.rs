@@ -68,8 +68,9 @@ async fn main() -> anyhow::Result<()> {
         stack.server.url()
     );
     println!(
-        "  watch it with: kubectl --kubeconfig {} get fbgd,flinkdeployments -w\n",
-        kubeconfig.display()
+        "  watch it with: kubectl --kubeconfig {kc} get fbgd -w\n  \
+         or the kubectl plugin's live tree: cargo run -p kubectl-bluegreen -- --kubeconfig {kc} get {NAME} -w\n",
+        kc = kubeconfig.display()
     );
     stack.start_controller();
     let outcome = match &artifacts {

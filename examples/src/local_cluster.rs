@@ -393,7 +393,8 @@ fn print_banner(args: &UpArgs, mode: &Mode, cluster: &Cluster, work_dir: &Path, 
                 "  kubectl apply -f {}",
                 repo.join(SIMULATED_MANIFEST).display()
             );
-            println!("  kubectl get fbgd,flinkdeployments -w");
+            println!("  kubectl get fbgd -w");
+            plugin_hint("orders");
             println!(
                 "  kubectl patch fbgd orders --type merge -p '{{\"spec\":{{\"template\":{{\"spec\":{{\"image\":\"example.com/orders:v2\"}}}}}}}}'   # an upgrade"
             );
@@ -413,7 +414,8 @@ fn print_banner(args: &UpArgs, mode: &Mode, cluster: &Cluster, work_dir: &Path, 
                 rendered.display()
             );
             println!("  kubectl apply -f {}", rendered.display());
-            println!("  kubectl get fbgd,flinkdeployments -w");
+            println!("  kubectl get fbgd -w");
+            plugin_hint("example-job");
             println!(
                 "  # an upgrade: change the image tag (or --version v1 to v2) in that file and apply it again"
             );
@@ -427,7 +429,17 @@ fn print_banner(args: &UpArgs, mode: &Mode, cluster: &Cluster, work_dir: &Path, 
             )
         }
     };
-    println!("  kubectl bluegreen get NAME -w   # the plugin: cargo install --path kubectl-plugin");
     println!("{note}");
     println!("Ctrl-C or SIGTERM stops everything.");
+}
+
+/// The kubectl plugin's live tree of `name` (the resource, its FlinkDeployments and its
+/// ConfigMap): installed, or straight from the checkout.
+fn plugin_hint(name: &str) {
+    println!(
+        "  kubectl bluegreen get {name} -w   # the plugin's live tree, once `cargo install --path kubectl-plugin`"
+    );
+    println!(
+        "  cargo run -p kubectl-bluegreen -- get {name} -w   # the same without installing it"
+    );
 }

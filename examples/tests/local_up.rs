@@ -57,6 +57,28 @@ impl Up {
         stdout
     }
 
+    /// Runs `kubectl get <args>` (a watch) for a moment: it must still be running then.
+    fn kubectl_keeps_watching(&self, args: &[&str]) {
+        let mut child = Command::new(kubectl_path())
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(["-n", NAMESPACE, "get"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kubectl");
+        std::thread::sleep(Duration::from_secs(2));
+        let exited = child.try_wait().expect("kubectl state");
+        let _ = child.kill();
+        let out = child.wait_with_output().expect("kubectl output");
+        assert!(
+            exited.is_none(),
+            "kubectl get {args:?} ended ({exited:?}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Waits until the resource is active on `color`, Ready, with no handover in progress and
     /// `promoted` promoted handovers in its history.
     fn wait_steady(&self, color: &str, promoted: usize, timeout: Duration) {
@@ -211,6 +233,17 @@ fn up_apply_upgrade_and_stop() {
         "{out}"
     );
     up.wait_steady("BLUE", 0, Duration::from_secs(20));
+    // Every `kubectl get ... -w` the banner suggests is one kubectl accepts (it refuses several
+    // types at once with "you may only specify a single resource type").
+    let watches: Vec<&str> = banner
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("kubectl get "))
+        .filter(|l| l.split_whitespace().any(|w| w == "-w"))
+        .collect();
+    assert!(!watches.is_empty(), "{banner}");
+    for args in watches {
+        up.kubectl_keeps_watching(&args.split_whitespace().collect::<Vec<_>>());
+    }
     let children = up.kubectl(&["get", "flinkdeployments", "-n", NAMESPACE, "-o", "name"]);
     assert_eq!(
         children.trim(),
