@@ -1,6 +1,7 @@
 //! `bluegreen-sidecar`: watches the coordination ConfigMap and serves it to the JVM gates of the
 //! pod on localhost (`docs/sidecar.md`).
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 
 use anyhow::Context;
@@ -35,7 +36,9 @@ fn parse_color(text: &str) -> Result<Color, String> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Colours only for a terminal: the log usually goes to a file or a container's log.
     tracing_subscriber::fmt()
+        .with_ansi(std::io::stdout().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
