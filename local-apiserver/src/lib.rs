@@ -38,6 +38,7 @@ mod read;
 mod resources;
 mod schema;
 mod selectors;
+mod size_limits;
 mod store;
 mod watch;
 mod write;

@@ -16,6 +16,7 @@ use super::crd::{establish, resource_type_from_crd};
 use super::meta::{ObjExt, meta_mut};
 use super::resources::GroupResource;
 use super::schema::prune_and_validate;
+use super::size_limits::{self, Limited};
 use super::store::Inner;
 use super::write_ctx::{FieldValidation, WriteCtx};
 
@@ -59,7 +60,11 @@ pub(crate) fn normalize(
             ))
         })?;
         match (gr.group.as_str(), gr.resource.as_str()) {
-            ("", "secrets") => secret_string_data(obj),
+            ("", "configmaps") => size_limits::check(Limited::ConfigMap, obj)?,
+            ("", "secrets") => {
+                secret_string_data(obj);
+                size_limits::check(Limited::Secret, obj)?;
+            }
             ("", "namespaces") => namespace_defaults(obj),
             (CRD_GROUP, "customresourcedefinitions") => crd_rules(inner, old, obj, ctx.status)?,
             _ => {}

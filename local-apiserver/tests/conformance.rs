@@ -1502,6 +1502,80 @@ async fn events_are_served_by_both_event_apis() {
     env.cleanup().await;
 }
 
+/// The Status of a refused request (without printing a large object that was accepted).
+fn refused<T>(r: Result<T, kube::Error>, what: &str) -> Box<kube::core::Status> {
+    match r {
+        Ok(_) => panic!("{what}: accepted, expected a refusal"),
+        Err(e) => api_err(e),
+    }
+}
+
+/// What kubectl met: a Secret with an empty `type` (kubectl's `create secret generic` body)
+/// becomes Opaque; a ConfigMap or Secret holding more than 1 MiB is refused with 422.
+#[tokio::test]
+async fn secret_type_default_and_size_limits() {
+    const LIMIT: usize = 1024 * 1024;
+    let env = env("size_limits").await;
+    let secrets: Api<Secret> = env.api();
+    let s: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "empty-type"}, "type": "", "data": {"k": "dg=="}}),
+    )
+    .expect("secret");
+    let s = secrets
+        .create(&PostParams::default(), &s)
+        .await
+        .expect("create");
+    assert_eq!(s.type_.as_deref(), Some("Opaque"));
+
+    let cms: Api<ConfigMap> = env.api();
+    cms.create(
+        &PostParams::default(),
+        &cm("at-limit", json!({"a": "x".repeat(LIMIT - 1), "b": "y"})),
+    )
+    .await
+    .expect("exactly 1 MiB of values is allowed");
+    let err = refused(
+        cms.create(
+            &PostParams::default(),
+            &cm("too-big", json!({"a": "x".repeat(LIMIT), "b": "y"})),
+        )
+        .await,
+        "a ConfigMap over 1 MiB",
+    );
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"), "{err:?}");
+    assert!(
+        err.message
+            .contains("Too long: must have at most 1048576 bytes"),
+        "{}",
+        err.message
+    );
+    let grown = cms
+        .patch(
+            "at-limit",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"c": "z"}})),
+        )
+        .await;
+    assert_eq!(refused(grown, "an update past 1 MiB").code, 422);
+
+    let big: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "too-big"}, "stringData": {"k": "x".repeat(LIMIT + 1)}}),
+    )
+    .expect("secret");
+    let err = refused(
+        secrets.create(&PostParams::default(), &big).await,
+        "a Secret over 1 MiB",
+    );
+    assert_eq!(err.code, 422, "{err:?}");
+    assert!(
+        err.message
+            .contains("Too long: must have at most 1048576 bytes"),
+        "{}",
+        err.message
+    );
+    env.cleanup().await;
+}
+
 #[tokio::test]
 async fn metadata_only_requests() {
     let env = env("metadata").await;
