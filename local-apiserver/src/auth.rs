@@ -100,7 +100,7 @@ impl AuthState {
     }
 
     /// The RBAC objects of `inner`, rebuilt only after one of them changed.
-    fn policy(&self, inner: &Inner) -> Arc<Policy> {
+    pub(crate) fn policy(&self, inner: &Inner) -> Arc<Policy> {
         let mut cached = self.policy.lock().unwrap_or_else(PoisonError::into_inner);
         match cached.as_ref() {
             Some((generation, p)) if *generation == inner.rbac_generation => Arc::clone(p),
@@ -596,7 +596,10 @@ pub(crate) fn bootstrap_policy() -> Vec<Value> {
         ),
         role(
             "system:basic-user",
-            json!([{"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]}]),
+            json!([
+                {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
+                {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]},
+            ]),
         ),
         binding("system:basic-user", &["system:authenticated"]),
     ]

@@ -25,6 +25,7 @@ use super::protobuf;
 use super::read::{self, ListQuery, Shape};
 use super::resources::ResourceType;
 use super::selectors::FieldSelector;
+use super::self_review::{self, Review};
 use super::store::Store;
 use super::watch::{self, WatchRequest};
 use super::write::{self, UpdateOp};
@@ -275,6 +276,9 @@ async fn handle(
         };
         return auth::token_request(&app.store, &app.auth, ns, name, &request)
             .map(|v| json_response(StatusCode::CREATED, &v));
+    }
+    if let Some(review) = Review::at(&target.group, &target.version, &resource) {
+        return self_review::handle(app, user.as_deref(), review, method, headers, &body);
     }
     let p = params(uri)?;
     let watching = method == Method::GET && flag(&p, "watch");

@@ -20,6 +20,7 @@ use prost::Message;
 use serde_json::Value;
 
 use super::api_error::ApiError;
+use super::protobuf_reviews;
 
 /// The media type kubectl uses for protobuf bodies.
 pub(crate) const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -93,12 +94,19 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ApiError> {
                 secrets: None,
             })
         }
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
+            to_json(&protobuf_reviews::access_review(&raw).map_err(what)?)
+        }
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => {
+            to_json(&protobuf_reviews::identity_review(&raw).map_err(what)?)
+        }
         _ => {
             return Err(ApiError::new(
                 415,
                 "UnsupportedMediaType",
                 format!(
-                    "{CONTENT_TYPE} bodies are decoded for v1 ConfigMap, Secret, Namespace and ServiceAccount only, \
+                    "{CONTENT_TYPE} bodies are decoded for v1 ConfigMap, Secret, Namespace and ServiceAccount \
+                     and the self reviews only, \
                      not {api_version} {kind}: send application/json (e.g. kubectl apply -f)"
                 ),
             ));

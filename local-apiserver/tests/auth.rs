@@ -355,6 +355,65 @@ async fn subresources_and_cluster_roles_bound_in_one_namespace() {
     );
 }
 
+/// `kubectl auth can-i` and `kubectl auth whoami` as kube clients send them: a
+/// SelfSubjectAccessReview answered from the server's RBAC for the caller, a SelfSubjectReview
+/// naming the caller; both allowed to every authenticated user by `system:basic-user`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn self_reviews_answer_from_rbac_for_the_caller() {
+    use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    use k8s_openapi::api::authorization::v1::SelfSubjectAccessReview;
+    let server = rbac_server().await;
+    let reader = service_account(&server, "reader");
+    grant(
+        &server,
+        "reader",
+        &json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]),
+    );
+    let can_i = |client: kube::Client, verb: &str, namespace: &str| {
+        let review: SelfSubjectAccessReview = serde_json::from_value(json!({
+            "spec": {"resourceAttributes": {"verb": verb, "resource": "configmaps", "namespace": namespace}}
+        }))
+        .expect("review");
+        async move {
+            let answered = Api::<SelfSubjectAccessReview>::all(client)
+                .create(&PostParams::default(), &review)
+                .await
+                .expect("SelfSubjectAccessReview");
+            answered.status.expect("status").allowed
+        }
+    };
+    assert!(can_i(reader.clone(), "get", NS).await);
+    assert!(can_i(reader.clone(), "list", NS).await);
+    assert!(!can_i(reader.clone(), "delete", NS).await);
+    assert!(!can_i(reader.clone(), "get", "kube-system").await);
+    assert!(
+        can_i(server.client(), "delete", "kube-system").await,
+        "admin"
+    );
+    let non_resource: SelfSubjectAccessReview = serde_json::from_value(
+        json!({"spec": {"nonResourceAttributes": {"verb": "get", "path": "/version"}}}),
+    )
+    .expect("review");
+    let answered = Api::<SelfSubjectAccessReview>::all(reader.clone())
+        .create(&PostParams::default(), &non_resource)
+        .await
+        .expect("non-resource review");
+    assert!(answered.status.expect("status").allowed, "system:discovery");
+
+    let whoami = Api::<SelfSubjectReview>::all(reader)
+        .create(&PostParams::default(), &SelfSubjectReview::default())
+        .await
+        .expect("SelfSubjectReview");
+    let info = whoami.status.and_then(|s| s.user_info).expect("userInfo");
+    assert_eq!(info.username.as_deref(), Some(sa_user("reader").as_str()));
+    assert!(
+        info.groups
+            .unwrap_or_default()
+            .contains(&"system:serviceaccounts:default".to_owned())
+    );
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_side_apply_that_creates_also_needs_create() {
     let server = rbac_server().await;

@@ -1576,6 +1576,49 @@ async fn secret_type_default_and_size_limits() {
     env.cleanup().await;
 }
 
+/// `kubectl auth can-i` and `kubectl auth whoami`: SelfSubjectAccessReview and
+/// SelfSubjectReview are answered (201 with a status), not stored.
+#[tokio::test]
+async fn self_subject_reviews_are_answered() {
+    use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    use k8s_openapi::api::authorization::v1::SelfSubjectAccessReview;
+    let env = env("self_reviews").await;
+    let review: SelfSubjectAccessReview = serde_json::from_value(json!({
+        "spec": {"resourceAttributes": {"verb": "create", "resource": "configmaps", "namespace": env.ns}}
+    }))
+    .expect("review");
+    let answered = Api::<SelfSubjectAccessReview>::all(env.client.clone())
+        .create(&PostParams::default(), &review)
+        .await
+        .expect("SelfSubjectAccessReview");
+    assert!(answered.status.expect("status").allowed);
+    assert_eq!(
+        answered
+            .spec
+            .resource_attributes
+            .and_then(|r| r.resource)
+            .as_deref(),
+        Some("configmaps"),
+        "the request is answered back"
+    );
+    let neither: SelfSubjectAccessReview =
+        serde_json::from_value(json!({"spec": {}})).expect("empty review");
+    let err = refused(
+        Api::<SelfSubjectAccessReview>::all(env.client.clone())
+            .create(&PostParams::default(), &neither)
+            .await,
+        "a review of nothing",
+    );
+    assert_eq!(err.code, 422, "{err:?}");
+    let whoami = Api::<SelfSubjectReview>::all(env.client.clone())
+        .create(&PostParams::default(), &SelfSubjectReview::default())
+        .await
+        .expect("SelfSubjectReview");
+    let user = whoami.status.and_then(|s| s.user_info).expect("userInfo");
+    assert!(user.username.is_some_and(|u| !u.is_empty()), "a user name");
+    env.cleanup().await;
+}
+
 #[tokio::test]
 async fn metadata_only_requests() {
     let env = env("metadata").await;

@@ -431,6 +431,21 @@ async fn kubectl_sees_events_recorded_through_events_api() {
     server.shutdown().await;
 }
 
+/// `kubectl auth can-i` and `kubectl auth whoami` (protobuf bodies) work; without
+/// authentication every request is allowed and the user is `system:anonymous`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_auth_can_i_and_whoami() {
+    let (server, _dir, kc) = start().await;
+    let can_i = kubectl(&kc, &["auth", "can-i", "create", "configmaps"], None).await;
+    assert_eq!(can_i.trim(), "yes");
+    let path = kubectl(&kc, &["auth", "can-i", "get", "/healthz"], None).await;
+    assert_eq!(path.trim(), "yes");
+    let whoami = kubectl(&kc, &["auth", "whoami", "-o", "json"], None).await;
+    let review: Value = serde_json::from_str(&whoami).expect("json");
+    assert_eq!(review["status"]["userInfo"]["username"], "system:anonymous");
+    server.shutdown().await;
+}
+
 /// `kubectl explain` finds a custom resource's schema by its group-version-kind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_explain_custom_resource() {
