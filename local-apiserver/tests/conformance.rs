@@ -1302,14 +1302,19 @@ async fn owner_references_cascade_and_orphan() {
     env.cleanup().await;
 }
 
-#[tokio::test]
-async fn events_recorder_leases_secrets_namespaces() {
-    let env = env("kinds").await;
+/// Records one event about ConfigMap `subject` twice through
+/// `kube::runtime::events::Recorder` (a POST, then a merge PATCH of its series); returns the
+/// reference it was recorded about.
+async fn record_twice(
+    env: &Env,
+    type_: kube::runtime::events::EventType,
+    uid: Option<&str>,
+) -> ObjectReference {
     let recorder = kube::runtime::events::Recorder::new(
         env.client.clone(),
         kube::runtime::events::Reporter {
             controller: "conformance".into(),
-            instance: None,
+            instance: Some("pod-1".into()),
         },
     );
     let reference = ObjectReference {
@@ -1317,10 +1322,11 @@ async fn events_recorder_leases_secrets_namespaces() {
         kind: Some("ConfigMap".into()),
         name: Some("subject".into()),
         namespace: Some(env.ns.clone()),
+        uid: uid.map(str::to_owned),
         ..ObjectReference::default()
     };
     let ev = kube::runtime::events::Event {
-        type_: kube::runtime::events::EventType::Normal,
+        type_,
         reason: "Tested".into(),
         note: Some("hello".into()),
         action: "Test".into(),
@@ -1334,6 +1340,13 @@ async fn events_recorder_leases_secrets_namespaces() {
         .publish(&ev, &reference)
         .await
         .expect("second publish (merge PATCH of the series)");
+    reference
+}
+
+#[tokio::test]
+async fn events_recorder_leases_secrets_namespaces() {
+    let env = env("kinds").await;
+    record_twice(&env, kube::runtime::events::EventType::Normal, None).await;
     let events: Api<K8sEvent> = env.api();
     let list = events.list(&ListParams::default()).await.expect("events");
     assert_eq!(list.items.len(), 1);
@@ -1416,34 +1429,12 @@ async fn events_recorder_leases_secrets_namespaces() {
 #[tokio::test]
 async fn events_are_served_by_both_event_apis() {
     let env = env("event_views").await;
-    let recorder = kube::runtime::events::Recorder::new(
-        env.client.clone(),
-        kube::runtime::events::Reporter {
-            controller: "conformance".into(),
-            instance: Some("pod-1".into()),
-        },
-    );
-    let reference = ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("ConfigMap".into()),
-        name: Some("subject".into()),
-        namespace: Some(env.ns.clone()),
-        uid: Some("0b5d1a8e-0000-4000-8000-000000000001".into()),
-        ..ObjectReference::default()
-    };
-    let ev = kube::runtime::events::Event {
-        type_: kube::runtime::events::EventType::Warning,
-        reason: "Tested".into(),
-        note: Some("hello".into()),
-        action: "Test".into(),
-        secondary: None,
-    };
-    recorder.publish(&ev, &reference).await.expect("POST");
-    recorder
-        .publish(&ev, &reference)
-        .await
-        .expect("merge PATCH of the series");
-
+    let reference = record_twice(
+        &env,
+        kube::runtime::events::EventType::Warning,
+        Some("0b5d1a8e-0000-4000-8000-000000000001"),
+    )
+    .await;
     let core: Api<CoreEvent> = env.api();
     let selected = core
         .list(&ListParams::default().fields("involvedObject.name=subject"))
