@@ -19,6 +19,7 @@ use super::discovery;
 use super::faults::{FaultState, RequestInfo, Verb};
 use super::meta::parse_body;
 use super::openapi;
+use super::openapi_v2;
 use super::params::{delete_opts, flag, list_query, params, write_ctx};
 use super::patch::PatchType;
 use super::protobuf;
@@ -143,8 +144,14 @@ async fn apis_root(State(app): AppState, headers: HeaderMap) -> Response {
     )
 }
 
-async fn openapi_v2() -> Response {
-    ApiError::not_found_path().into_response()
+async fn openapi_v2(State(app): AppState) -> Response {
+    let registry = app.store.lock().registry.clone();
+    let mut resp = (StatusCode::OK, openapi_v2::document(&registry)).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(openapi_v2::CONTENT_TYPE),
+    );
+    resp
 }
 
 async fn openapi_v3_index(State(app): AppState) -> Response {

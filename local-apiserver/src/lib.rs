@@ -29,6 +29,7 @@ mod http;
 mod meta;
 mod normalize;
 mod openapi;
+mod openapi_v2;
 mod params;
 mod patch;
 mod persistence;

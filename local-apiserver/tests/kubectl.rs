@@ -446,6 +446,31 @@ async fn kubectl_auth_can_i_and_whoami() {
     server.shutdown().await;
 }
 
+/// `kubectl apply -f` of a `kind: List` (built-in kinds and a custom resource): kubectl
+/// validates each item against `/openapi/v2`, then applies them one by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_apply_of_a_list() {
+    let (server, _dir, kc) = start().await;
+    server.apply_crd(WIDGET_CRD).expect("crd");
+    let list = |value: &str| {
+        format!(
+            "apiVersion: v1\nkind: List\nitems:\n\
+             - {{apiVersion: v1, kind: ConfigMap, metadata: {{name: a, namespace: default}}, data: {{k: {value}}}}}\n\
+             - {{apiVersion: example.com/v1, kind: Widget, metadata: {{name: w, namespace: default}}, spec: {{size: 1}}}}\n"
+        )
+    };
+    let out = kubectl(&kc, &["apply", "-f", "-"], Some(list("v"))).await;
+    assert!(
+        out.contains("configmap/a created") && out.contains("widget.example.com/w created"),
+        "{out}"
+    );
+    let out = kubectl(&kc, &["apply", "-f", "-"], Some(list("w"))).await;
+    assert!(out.contains("configmap/a configured"), "{out}");
+    let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    assert_eq!(cms.get("a").await.expect("a").data.expect("data")["k"], "w");
+    server.shutdown().await;
+}
+
 /// `kubectl explain` finds a custom resource's schema by its group-version-kind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_explain_custom_resource() {
