@@ -11,6 +11,8 @@
 //!   over without a conflict when the object's `kubectl.kubernetes.io/last-applied-configuration`
 //!   records it with the live value (like the real server's last-applied handling).
 
+use std::collections::BTreeMap;
+
 use serde_json::{Value, json};
 
 use super::api_error::ApiError;
@@ -148,26 +150,44 @@ fn last_applied(live: &Value) -> Option<Value> {
         .and_then(|s| serde_json::from_str(s).ok())
 }
 
+/// Kubernetes' `409 Conflict` of an apply, worded as its field manager words it: one conflict
+/// on one line (`Apply failed with 1 conflict: conflict with "m" using v1: .data.k`), several
+/// grouped by manager (`conflicts with "m" using v1:` then `- .data.k` lines).
 fn conflict_error(conflicts: &[(String, FieldSet)], api_version: &str, subject: &str) -> ApiError {
-    let mut causes = Vec::new();
-    let mut lines = Vec::new();
+    let mut by_manager: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for (manager, fields) in conflicts {
-        for f in fields {
-            let field = dotted(f);
-            lines.push(format!(
-                "- conflict with \"{manager}\" using {api_version}: {field}"
-            ));
-            causes.push(json!({"reason": "FieldManagerConflict", "message": format!("conflict with \"{manager}\" using {api_version}"), "field": field}));
-        }
+        by_manager
+            .entry(manager.as_str())
+            .or_default()
+            .extend(fields.iter().map(|f| dotted(f)));
     }
-    let n = causes.len();
-    let plural = if n == 1 { "conflict" } else { "conflicts" };
-    ApiError::new(
-        409,
-        "Conflict",
-        format!("Apply failed with {n} {plural}: {}", lines.join("\n")),
-    )
-    .with_details(json!({"name": subject, "causes": causes}))
+    let manager_of = |manager: &str| format!("\"{manager}\" using {api_version}");
+    let causes: Vec<Value> = by_manager
+        .iter()
+        .flat_map(|(manager, fields)| {
+            fields.iter().map(move |field| {
+                json!({"reason": "FieldManagerConflict", "message": format!("conflict with {}", manager_of(manager)), "field": field})
+            })
+        })
+        .collect();
+    let message = match (causes.len(), by_manager.iter().next()) {
+        (1, Some((manager, fields))) => format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            manager_of(manager),
+            fields[0]
+        ),
+        (n, _) => {
+            let lines: Vec<String> = by_manager
+                .iter()
+                .flat_map(|(manager, fields)| {
+                    std::iter::once(format!("conflicts with {}:", manager_of(manager)))
+                        .chain(fields.iter().map(|f| format!("- {f}")))
+                })
+                .collect();
+            format!("Apply failed with {n} conflicts: {}", lines.join("\n"))
+        }
+    };
+    ApiError::new(409, "Conflict", message).with_details(json!({"name": subject, "causes": causes}))
 }
 
 #[cfg(test)]

@@ -586,7 +586,31 @@ async fn patch_types_and_server_side_apply() {
             .await
             .expect_err("conflict with editor"),
     );
-    assert!(err.message.contains("editor"), "{}", err.message);
+    // Kubernetes' wording (kubectl prints it as is): one conflict on one line, several grouped
+    // by manager.
+    assert_eq!(
+        err.message,
+        "Apply failed with 1 conflict: conflict with \"editor\" using v1: .data.y"
+    );
+    api.patch(
+        "s",
+        &PatchParams {
+            field_manager: Some("editor".into()),
+            ..PatchParams::default()
+        },
+        &Patch::Merge(json!({"data": {"x": "edited"}})),
+    )
+    .await
+    .expect("update");
+    let err = api_err(
+        apply("alice", false, json!({"x": "9", "y": "2"}))
+            .await
+            .expect_err("two conflicts with editor"),
+    );
+    assert_eq!(
+        err.message,
+        "Apply failed with 2 conflicts: conflicts with \"editor\" using v1:\n- .data.x\n- .data.y"
+    );
     env.cleanup().await;
 }
 
