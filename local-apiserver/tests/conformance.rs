@@ -571,16 +571,19 @@ async fn patch_types_and_server_side_apply() {
         json!({"x": "9", "y": "2"})
     );
     // A plain update takes ownership of what it changed: a later apply of another value conflicts.
-    api.patch(
-        "s",
-        &PatchParams {
-            field_manager: Some("editor".into()),
-            ..PatchParams::default()
-        },
-        &Patch::Merge(json!({"data": {"y": "edited"}})),
-    )
-    .await
-    .expect("update");
+    let edit = |data: Value| {
+        let api = api.clone();
+        async move {
+            let pp = PatchParams {
+                field_manager: Some("editor".into()),
+                ..PatchParams::default()
+            };
+            api.patch("s", &pp, &Patch::Merge(json!({ "data": data })))
+                .await
+                .expect("update");
+        }
+    };
+    edit(json!({"y": "edited"})).await;
     let err = api_err(
         apply("alice", false, json!({"y": "2"}))
             .await
@@ -592,16 +595,7 @@ async fn patch_types_and_server_side_apply() {
         err.message,
         "Apply failed with 1 conflict: conflict with \"editor\" using v1: .data.y"
     );
-    api.patch(
-        "s",
-        &PatchParams {
-            field_manager: Some("editor".into()),
-            ..PatchParams::default()
-        },
-        &Patch::Merge(json!({"data": {"x": "edited"}})),
-    )
-    .await
-    .expect("update");
+    edit(json!({"x": "edited"})).await;
     let err = api_err(
         apply("alice", false, json!({"x": "9", "y": "2"}))
             .await
