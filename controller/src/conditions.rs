@@ -14,6 +14,8 @@ pub enum Reason {
     HandoverInProgress,
     /// The active job does not run, or a problem needs attention (`Ready`).
     NotReady,
+    /// The active job is suspended by `spec.template.spec.job.state: suspended` (`Ready`).
+    Suspended,
     /// No handover is in progress (`Progressing`).
     Idle,
     /// No problem found (`Degraded`).
@@ -100,6 +102,7 @@ impl Reason {
             Self::Running => "Running",
             Self::HandoverInProgress => "HandoverInProgress",
             Self::NotReady => "NotReady",
+            Self::Suspended => "Suspended",
             Self::Idle => "Idle",
             Self::AsExpected => "AsExpected",
             Self::Snapshotting => "Snapshotting",
@@ -153,6 +156,8 @@ impl std::fmt::Display for Reason {
 pub struct Health {
     /// The active job runs and no handover is in progress.
     pub ready: bool,
+    /// The active job is suspended on purpose (`job.state: suspended`), not running.
+    pub suspended: bool,
     /// Reason and message of work in progress.
     pub progressing: Option<(Reason, String)>,
     /// Reason and message of a problem that needs attention.
@@ -183,10 +188,15 @@ pub fn update(
     let ready = health.ready && phase.is_none() && health.degraded.is_none();
     let (ready_reason, ready_message) = if ready {
         (Reason::Running, "the active job is running".to_owned())
-    } else if let Some(phase) = phase {
+    } else if let (Some(phase), None) = (phase, &health.degraded) {
         (
             Reason::HandoverInProgress,
             format!("handover in phase {phase:?}"),
+        )
+    } else if health.suspended && health.degraded.is_none() {
+        (
+            Reason::Suspended,
+            "the job is suspended (spec.template.spec.job.state: suspended); set it to running to resume it from its savepoint".to_owned(),
         )
     } else {
         (
@@ -218,15 +228,37 @@ pub fn update(
                 now,
             );
         }
-        _ => set(
-            conditions,
-            "Progressing",
-            false,
-            Reason::Idle,
-            "no handover in progress".into(),
-            generation,
-            now,
-        ),
+        // A handover that is blocked on a problem does not progress; one with nothing to report
+        // still does. Never "no handover in progress" while one is.
+        _ => match (phase, &health.degraded) {
+            (Some(phase), Some((reason, message))) => set(
+                conditions,
+                "Progressing",
+                false,
+                *reason,
+                format!("the handover in phase {phase:?} is blocked: {message}"),
+                generation,
+                now,
+            ),
+            (Some(phase), None) => set(
+                conditions,
+                "Progressing",
+                true,
+                Reason::HandoverInProgress,
+                format!("handover in phase {phase:?}"),
+                generation,
+                now,
+            ),
+            (None, _) => set(
+                conditions,
+                "Progressing",
+                false,
+                Reason::Idle,
+                "no handover in progress".into(),
+                generation,
+                now,
+            ),
+        },
     }
     match &health.degraded {
         Some((reason, message)) => set(

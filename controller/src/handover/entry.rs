@@ -48,6 +48,11 @@ impl Planner<'_> {
             Some(child) => {
                 if !template_changed && child.spec_job_state != Some(self.obs.wanted_job_state) {
                     self.apply(active, None);
+                    let (reason, what) = match self.obs.wanted_job_state {
+                        JobState::Suspended => ("Suspending", "suspending the job (job.state: suspended): the Flink operator stops it with a savepoint"),
+                        JobState::Running => ("Resuming", "resuming the job (job.state: running) from its savepoint"),
+                    };
+                    self.note(false, reason, what);
                 }
                 if child.failed() {
                     self.health.degraded(Reason::ActiveJobFailed, child.error.clone().unwrap_or_else(|| "the active job failed".into()));
@@ -57,7 +62,9 @@ impl Planner<'_> {
                         "the last handover to this template was aborted; change the template to try again".into(),
                     );
                 }
-                self.health.ready = child.running() || self.obs.wanted_job_state == JobState::Suspended;
+                // Suspended on purpose: not ready (nothing runs), and said so, not an error.
+                self.health.suspended = self.obs.wanted_job_state == JobState::Suspended;
+                self.health.ready = child.running() && !self.health.suspended;
             }
         }
     }

@@ -1959,3 +1959,77 @@ fn a_template_crossing_flink_major_versions_is_refused_naming_the_field() {
     obs.settings = settings(|s| s.coordination.restore_from = RestoreFrom::Stateless);
     assert!(plan(&obs).status.transition.is_some());
 }
+
+#[test]
+fn a_suspended_job_is_reported_as_suspended_not_running() {
+    let mut obs = steady_blue("h1");
+    obs.status.deployed_template_hash = Some("h1".into());
+    obs.wanted_job_state = crate::observed::JobState::Suspended;
+    // The spec asks for it: the child is applied suspended, with a Normal event.
+    let p = plan(&obs);
+    assert!(
+        matches!(p.actions.as_slice(), [Action::ApplyChild { .. }]),
+        "{:?}",
+        p.actions
+    );
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| !n.warning && n.reason == "Suspending"),
+        "{:?}",
+        p.notes
+    );
+    // Once suspended: Ready False "Suspended", nothing degraded, no handover.
+    let blue = obs.blue.as_mut().unwrap();
+    blue.spec_job_state = Some(crate::observed::JobState::Suspended);
+    blue.job_state = Some("SUSPENDED".into());
+    blue.lifecycle = Some("SUSPENDED".into());
+    blue.flink = None;
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(condition(&p, "Ready"), ("False", "Suspended"));
+    assert_eq!(condition(&p, "Degraded"), ("False", "AsExpected"));
+    assert_eq!(condition(&p, "Progressing"), ("False", "Idle"));
+}
+
+#[test]
+fn a_blocked_handover_is_not_reported_as_idle() {
+    // The first deployment's job failed (e.g. a sink refused at job start): the conditions say
+    // the same thing, and none says "no handover in progress".
+    let mut obs = observed();
+    let p = plan(&obs);
+    obs.status = p.status.clone();
+    obs.configmap = ConfigMapObs::Valid(super::desired_configmap(&obs.status, &obs).expect("cm"));
+    obs.blue = Some(crate::observed::ChildObs {
+        template_hash: Some(obs.template_hash.clone()),
+        job_state: Some("FAILED".into()),
+        lifecycle: Some("FAILED".into()),
+        error: Some("the FileSink cannot survive a handover: use OnCheckpointRollingPolicy".into()),
+        spec_job_state: Some(crate::observed::JobState::Running),
+        ..crate::observed::ChildObs::default()
+    });
+    let p = plan(&obs);
+    let (ready, degraded, progressing) = (
+        p.status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .unwrap(),
+        p.status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Degraded")
+            .unwrap(),
+        p.status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Progressing")
+            .unwrap(),
+    );
+    assert_eq!(degraded.status, "True");
+    assert_eq!(ready.status, "False");
+    assert_eq!(ready.message, degraded.message, "Ready names the problem");
+    assert_eq!(progressing.status, "False");
+    assert_ne!(progressing.reason, "Idle", "{progressing:?}");
+    assert!(progressing.message.contains("blocked"), "{progressing:?}");
+}
