@@ -47,7 +47,13 @@ async fn main() -> anyhow::Result<()> {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
             .expect("examples/ is inside the repository");
-        Some(Artifacts::find(repo, "release")?)
+        // The sidecar of this binary's own cargo profile (scripts/demo builds both in one go).
+        let profile = if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        };
+        Some(Artifacts::find(repo, profile)?)
     } else {
         None
     };
