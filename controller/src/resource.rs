@@ -471,6 +471,24 @@ pub struct TasksReady {
     pub since: MicroTime,
 }
 
+impl TasksReady {
+    /// The record after seeing the tasks RUNNING with start time `started` at `now`: `previous`
+    /// when the start time is the same, else a new one from `now`; with the previous start time
+    /// when this is a restart.
+    pub fn follow(previous: Option<Self>, started: i64, now: MicroTime) -> (Self, Option<i64>) {
+        match previous {
+            Some(p) if p.tasks_started_at == started => (p, None),
+            previous => (
+                Self {
+                    tasks_started_at: started,
+                    since: now,
+                },
+                previous.map(|p| p.tasks_started_at),
+            ),
+        }
+    }
+}
+
 /// The restart of an outgoing job that failed for good after W was set: its FlinkDeployment's
 /// `spec.restartNonce` is set to `nonce`, which makes the Flink operator redeploy the failed job
 /// from its own latest checkpoint (upgrade modes `savepoint` and `last-state` alike). Written

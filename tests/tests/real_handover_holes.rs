@@ -33,6 +33,18 @@ async fn exhaust_restarts(trigger: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Fails blue until its restart strategy is exhausted, then waits for the controller to report
+/// it (`Degraded/OutgoingFailed`).
+async fn fail_blue_for_good(bed: &Bed) -> anyhow::Result<()> {
+    exhaust_restarts(&bed.output("fail-blue")).await?;
+    bed.stack
+        .wait_for("orders", UPGRADE, "Degraded/OutgoingFailed", |f| {
+            has_condition(f, "Degraded", "OutgoingFailed")
+        })
+        .await?;
+    Ok(())
+}
+
 /// Sets `bluegreen.dev/action` on `name`.
 async fn action(stack: &LocalStack, name: &str, action: &str) -> anyhow::Result<()> {
     let patch = json!({"metadata": {"annotations": {"bluegreen.dev/action": action}}});
@@ -104,12 +116,7 @@ async fn a_failed_outgoing_job_is_restarted_from_its_checkpoint_and_loses_nothin
             has_condition(f, "Progressing", "ClearToTeardown")
         })
         .await?;
-    exhaust_restarts(&bed.output("fail-blue")).await?;
-    stack
-        .wait_for("orders", UPGRADE, "Degraded/OutgoingFailed", |f| {
-            has_condition(f, "Degraded", "OutgoingFailed")
-        })
-        .await?;
+    fail_blue_for_good(&bed).await?;
     stack.wait_steady("orders", Color::Green, UPGRADE).await?;
     let fbgd = stack.fbgds().get("orders").await?;
     let status = fbgd.status.expect("status");
@@ -138,12 +145,7 @@ async fn an_outgoing_job_failing_for_good_before_promotion_is_restarted_and_lose
             has_condition(f, "Progressing", "AwaitingPromotion")
         })
         .await?;
-    exhaust_restarts(&bed.output("fail-blue")).await?;
-    stack
-        .wait_for("orders", UPGRADE, "Degraded/OutgoingFailed", |f| {
-            has_condition(f, "Degraded", "OutgoingFailed")
-        })
-        .await?;
+    fail_blue_for_good(&bed).await?;
     stack
         .wait_for(
             "orders",

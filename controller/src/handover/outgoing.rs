@@ -38,26 +38,19 @@ impl Planner<'_> {
         }
         let started = started?;
         let now = MicroTime(self.now());
-        let since = match self.transition().outgoing_ready.clone() {
-            Some(p) if p.tasks_started_at == started => p.since,
-            previous => {
-                if let Some(p) = previous {
-                    self.note(
-                        true,
-                        "OutgoingRestarted",
-                        format!(
-                            "the outgoing job's tasks restarted (start time {started} ms, was {} ms): it may replay from a checkpoint below W, so its gates count as past W only once it has run minReady again",
-                            p.tasks_started_at
-                        ),
-                    );
-                }
-                self.transition().outgoing_ready = Some(TasksReady {
-                    tasks_started_at: started,
-                    since: now.clone(),
-                });
-                now
-            }
-        };
+        let previous = self.transition().outgoing_ready.clone();
+        let (record, restarted) = TasksReady::follow(previous, started, now);
+        if let Some(was) = restarted {
+            self.note(
+                true,
+                "OutgoingRestarted",
+                format!(
+                    "the outgoing job's tasks restarted (start time {started} ms, was {was} ms): it may replay from a checkpoint below W, so its gates count as past W only once it has run minReady again"
+                ),
+            );
+        }
+        let since = record.since.clone();
+        self.transition().outgoing_ready = Some(record);
         Some(self.since(&since))
     }
 

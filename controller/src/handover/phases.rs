@@ -398,26 +398,18 @@ impl Planner<'_> {
             }
             return None;
         };
-        let since = match previous {
-            Some(p) if p.tasks_started_at == started => p.since,
-            previous => {
-                if let Some(p) = previous {
-                    self.note(
-                        true,
-                        "IncomingRestarted",
-                        format!(
-                            "the incoming job's tasks restarted (start time {} ms, was {} ms); waiting for minReady again",
-                            started, p.tasks_started_at
-                        ),
-                    );
-                }
-                self.transition().incoming_ready = Some(TasksReady {
-                    tasks_started_at: started,
-                    since: now.clone(),
-                });
-                now
-            }
-        };
+        let (record, restarted) = TasksReady::follow(previous, started, now);
+        if let Some(was) = restarted {
+            self.note(
+                true,
+                "IncomingRestarted",
+                format!(
+                    "the incoming job's tasks restarted (start time {started} ms, was {was} ms); waiting for minReady again"
+                ),
+            );
+        }
+        let since = record.since.clone();
+        self.transition().incoming_ready = Some(record);
         Some(self.since(&since))
     }
 }
