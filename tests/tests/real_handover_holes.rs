@@ -12,7 +12,7 @@
 //! Needs what `real_upgrades.rs` needs (`scripts/test` builds it); without a `java` on the PATH
 //! every test says so and passes without running.
 
-use std::path::Path;
+use std::time::Duration;
 
 use bluegreen_e2e::real::{Bed, UPGRADE, assert_exactly_once, has_condition, wait_taken};
 use bluegreen_examples::LocalStack;
@@ -20,28 +20,30 @@ use bluegreen_examples::real::ExampleJob;
 use bluegreen_protocol::Color;
 use serde_json::json;
 
-/// Failures that exhaust the example spec's restart strategy (fixed-delay, 3 attempts).
-const FAILURES_TO_EXHAUST: usize = 4;
-
-/// Fails the job watching `trigger` until its restart strategy is exhausted: one failure per
-/// trigger file, each taken by the restarted job.
-async fn exhaust_restarts(trigger: &Path) -> anyhow::Result<()> {
-    for _ in 0..FAILURES_TO_EXHAUST {
-        std::fs::write(trigger, b"")?;
-        wait_taken(trigger).await?;
-    }
-    Ok(())
-}
-
-/// Fails blue until its restart strategy is exhausted, then waits for the controller to report
-/// it (`Degraded/OutgoingFailed`).
+/// Fails blue until its restart strategy (fixed-delay, 3 attempts) is exhausted and the
+/// controller reports it (`Degraded/OutgoingFailed`): the fail trigger is written again whenever a
+/// task took it. Failures of one failover count once, so the number of triggers it takes varies;
+/// a trigger left when blue has FAILED is removed, so that its restart does not fail on it.
 async fn fail_blue_for_good(bed: &Bed) -> anyhow::Result<()> {
-    exhaust_restarts(&bed.output("fail-blue")).await?;
-    bed.stack
-        .wait_for("orders", UPGRADE, "Degraded/OutgoingFailed", |f| {
-            has_condition(f, "Degraded", "OutgoingFailed")
-        })
-        .await?;
+    let trigger = bed.output("fail-blue");
+    let deadline = tokio::time::Instant::now() + UPGRADE;
+    loop {
+        let fbgd = bed.stack.fbgds().get("orders").await?;
+        if has_condition(&fbgd, "Degraded", "OutgoingFailed") {
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "blue did not fail for good within {UPGRADE:?}"
+        );
+        if !trigger.exists() {
+            std::fs::write(&trigger, b"")?;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    if trigger.exists() {
+        std::fs::remove_file(&trigger)?;
+    }
     Ok(())
 }
 
