@@ -502,9 +502,13 @@ pub struct OutgoingRestart {
     pub attempts: u32,
     /// When the latest restart was asked for.
     pub requested_at: MicroTime,
-    /// The job has run since the latest restart was asked for; failing again asks for another.
+    /// The restart took effect: since it was asked for, the job was seen not FAILED, or FAILED
+    /// as another job (a new job id). Failing again then asks for another restart.
     #[serde(default)]
     pub ran: bool,
+    /// The id of the job that failed (the child's `status.jobStatus.jobId`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_job_id: Option<String>,
     /// Why the job failed (`status.error` of its FlinkDeployment).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

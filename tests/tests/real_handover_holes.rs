@@ -21,15 +21,21 @@ use bluegreen_protocol::Color;
 use serde_json::json;
 
 /// Fails blue until its restart strategy (fixed-delay, 3 attempts) is exhausted and the
-/// controller reports it (`Degraded/OutgoingFailed`): the fail trigger is written again whenever a
-/// task took it. Failures of one failover count once, so the number of triggers it takes varies;
-/// a trigger left when blue has FAILED is removed, so that its restart does not fail on it.
+/// controller has asked for its restart (`status.transition.outgoingRestart`, recorded before the
+/// `restartNonce` patch; `Degraded/OutgoingFailed` meanwhile, for as long as blue is FAILED): the
+/// fail trigger is written again whenever a task took it, since failures of one failover count
+/// once. A trigger left then is removed, so that the restarted job does not fail on it.
 async fn fail_blue_for_good(bed: &Bed) -> anyhow::Result<()> {
     let trigger = bed.output("fail-blue");
     let deadline = tokio::time::Instant::now() + UPGRADE;
     loop {
         let fbgd = bed.stack.fbgds().get("orders").await?;
-        if has_condition(&fbgd, "Degraded", "OutgoingFailed") {
+        let asked = fbgd
+            .status
+            .as_ref()
+            .and_then(|s| s.transition.as_ref())
+            .is_some_and(|t| t.outgoing_restart.is_some());
+        if asked {
             break;
         }
         anyhow::ensure!(
@@ -39,7 +45,7 @@ async fn fail_blue_for_good(bed: &Bed) -> anyhow::Result<()> {
         if !trigger.exists() {
             std::fs::write(&trigger, b"")?;
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     if trigger.exists() {
         std::fs::remove_file(&trigger)?;

@@ -31,8 +31,10 @@ impl Planner<'_> {
             .running()
             .then(|| outgoing.flink.as_ref().and_then(|f| f.tasks_started_at))
             .flatten();
-        if outgoing.running()
-            && let Some(restart) = &mut self.transition().outgoing_restart
+        // The restart took effect once the job is seen not FAILED, or FAILED as another job: a
+        // restarted job can fail again between two observations.
+        if let Some(restart) = &mut self.transition().outgoing_restart
+            && (!outgoing.failed() || outgoing.job_id != restart.failed_job_id)
         {
             restart.ran = true;
         }
@@ -142,6 +144,7 @@ impl Planner<'_> {
                     attempts,
                     requested_at: now,
                     ran: false,
+                    failed_job_id: outgoing.job_id.clone(),
                     error: Some(error.clone()),
                 };
                 self.note(

@@ -1175,6 +1175,17 @@ fn a_restart_of_the_outgoing_job_is_resent_until_applied_then_retried_if_it_fail
     assert_eq!(plan(&obs).actions, first.actions);
     obs.blue.as_mut().unwrap().restart_nonce = Some(1_001);
     assert!(plan(&obs).actions.is_empty());
+    // Restarted and FAILED again as another job before the controller saw it run: the restart
+    // took effect, so another one is asked for (the id tells).
+    let mut failed_again = obs.clone();
+    failed_again.blue.as_mut().unwrap().job_id = Some("job-2".into());
+    assert_eq!(
+        plan(&failed_again).actions,
+        vec![Action::RestartChild {
+            color: Color::Blue,
+            nonce: 1_002
+        }]
+    );
     // It ran, then failed again: a second restart, with another nonce.
     let mut running_blue = obs.clone();
     running_blue.blue = Some(running("h1", 1, 2, Some(70_000), 60_000));
