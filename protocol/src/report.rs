@@ -12,7 +12,8 @@ use crate::state::Toggle;
 use crate::vocabulary::{Color, Stage, WatermarkStage};
 
 /// The name of the String gauge every gate subtask registers in its operator metric group. The
-/// controller matches metric ids ending in it (`<operator>.bluegreenGateAppliedState`).
+/// controller reads every metric id ending in it (the Java gate's is
+/// `<operator>.bluegreenGate.<gate id>.bluegreenGateAppliedState`).
 pub const GATE_REPORT_METRIC: &str = crate::wire::metrics::APPLIED_STATE;
 
 /// The keys of a [`GateReport`] line, in the order they are written.

@@ -140,3 +140,17 @@ pub fn has_condition(f: &FlinkBlueGreenDeployment, type_: &str, reason: &str) ->
 pub fn progressing(f: &FlinkBlueGreenDeployment, reason: &str) -> bool {
     has_condition(f, "Progressing", reason)
 }
+
+/// Sets the `bluegreen.dev/action` annotation of `name` (`promote`, `abort`, `teardown`, …).
+pub async fn set_action(stack: &LocalStack, name: &str, action: &str) -> anyhow::Result<()> {
+    let patch = serde_json::json!({"metadata": {"annotations": {"bluegreen.dev/action": action}}});
+    stack
+        .fbgds()
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+    Ok(())
+}

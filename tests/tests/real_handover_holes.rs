@@ -14,8 +14,9 @@
 
 use std::time::Duration;
 
-use bluegreen_e2e::real::{Bed, UPGRADE, assert_exactly_once, has_condition, wait_taken};
-use bluegreen_examples::LocalStack;
+use bluegreen_e2e::real::{
+    Bed, UPGRADE, assert_exactly_once, has_condition, set_action, wait_taken,
+};
 use bluegreen_examples::real::ExampleJob;
 use bluegreen_protocol::Color;
 use serde_json::json;
@@ -50,20 +51,6 @@ async fn fail_blue_for_good(bed: &Bed) -> anyhow::Result<()> {
     if trigger.exists() {
         std::fs::remove_file(&trigger)?;
     }
-    Ok(())
-}
-
-/// Sets `bluegreen.dev/action` on `name`.
-async fn action(stack: &LocalStack, name: &str, action: &str) -> anyhow::Result<()> {
-    let patch = json!({"metadata": {"annotations": {"bluegreen.dev/action": action}}});
-    stack
-        .fbgds()
-        .patch(
-            name,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&patch),
-        )
-        .await?;
     Ok(())
 }
 
@@ -162,7 +149,7 @@ async fn an_outgoing_job_failing_for_good_before_promotion_is_restarted_and_lose
             |f| has_condition(f, "Progressing", "AwaitingPromotion"),
         )
         .await?;
-    action(stack, "orders", "promote").await?;
+    set_action(stack, "orders", "promote").await?;
     stack.wait_steady("orders", Color::Green, UPGRADE).await?;
     let report = assert_exactly_once(stack, "orders", &output, true).await?;
     eprintln!("{report}");

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use anyhow::ensure;
 use bluegreen_controller::resource::RestoreFrom;
-use bluegreen_e2e::real::{Bed, UPGRADE, assert_exactly_once, progressing, upgrade_to, wait_taken};
+use bluegreen_e2e::real::{
+    Bed, UPGRADE, assert_exactly_once, progressing, set_action, upgrade_to, wait_taken,
+};
 use bluegreen_examples::real::ExampleJob;
 use bluegreen_local_flink::file_ledger::{self, Expectation};
 use bluegreen_protocol::Color;
@@ -313,15 +315,7 @@ async fn the_outgoing_job_failing_then_both_failing_while_w_is_set_lose_nothing(
     wait_taken(&fail_blue).await?;
     wait_taken(&fail_green).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let promote = json!({"metadata": {"annotations": {"bluegreen.dev/action": "promote"}}});
-    stack
-        .fbgds()
-        .patch(
-            "orders",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&promote),
-        )
-        .await?;
+    set_action(stack, "orders", "promote").await?;
     stack.wait_steady("orders", Color::Green, UPGRADE).await?;
     let report = assert_exactly_once(stack, "orders", &output, true).await?;
     eprintln!("{report}");
