@@ -44,6 +44,9 @@ pub enum Reason {
     ConfirmingToggle,
     /// The outgoing gates have not acknowledged W.
     GatesNotAcknowledged,
+    /// With no handover in progress, the active job's gates have held every record or reported
+    /// a problem for the grace period.
+    GatesHolding,
     /// W is not ahead of the outgoing gates.
     ToggleInPast,
     /// W is set; waiting for health and both watermarks past W.
@@ -117,6 +120,7 @@ impl Reason {
             Self::NoGateMetrics => "NoGateMetrics",
             Self::ConfirmingToggle => "ConfirmingToggle",
             Self::GatesNotAcknowledged => "GatesNotAcknowledged",
+            Self::GatesHolding => "GatesHolding",
             Self::ToggleInPast => "ToggleInPast",
             Self::ToggleSet => "ToggleSet",
             Self::AwaitingPromotion => "AwaitingPromotion",

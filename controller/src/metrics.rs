@@ -25,6 +25,9 @@ pub struct Metrics {
     /// `bluegreen_controller_waiting_for_watermark{namespace,name,color}`: 1 while the handover
     /// waits for that job's gate watermark to pass W.
     pub waiting_for_watermark: IntGaugeVec,
+    /// `bluegreen_controller_gates_holding{namespace,name}`: 1 while `Degraded` is `True` with
+    /// reason `GatesHolding` (the active job's gates hold every record or report a problem).
+    pub gates_holding: IntGaugeVec,
     /// Finished handovers by outcome.
     pub handovers: IntCounterVec,
     /// Handover durations (start to the outgoing job's deletion).
@@ -55,30 +58,26 @@ impl Metrics {
             .buckets(vec![0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0]),
         )
         .expect("valid metric");
-        let stage = IntGaugeVec::new(
-            Opts::new(
-                "bluegreen_controller_stage",
-                "Coordination stage per deployment (1 = current)",
-            ),
+        let stage = gauges(
+            "bluegreen_controller_stage",
+            "Coordination stage per deployment (1 = current)",
             &["namespace", "name", "stage"],
-        )
-        .expect("valid metric");
-        let toggle = IntGaugeVec::new(
-            Opts::new(
-                "bluegreen_controller_watermark_toggle_value",
-                "W of the handover in progress (epoch ms)",
-            ),
+        );
+        let toggle = gauges(
+            "bluegreen_controller_watermark_toggle_value",
+            "W of the handover in progress (epoch ms)",
             &["namespace", "name"],
-        )
-        .expect("valid metric");
-        let waiting_for_watermark = IntGaugeVec::new(
-            Opts::new(
-                "bluegreen_controller_waiting_for_watermark",
-                "1 while the handover waits for this job's gate watermark to pass W",
-            ),
+        );
+        let waiting_for_watermark = gauges(
+            "bluegreen_controller_waiting_for_watermark",
+            "1 while the handover waits for this job's gate watermark to pass W",
             &["namespace", "name", "color"],
-        )
-        .expect("valid metric");
+        );
+        let gates_holding = gauges(
+            "bluegreen_controller_gates_holding",
+            "1 while the active job's gates hold every record or report a problem (Degraded/GatesHolding)",
+            &["namespace", "name"],
+        );
         let handovers = IntCounterVec::new(
             Opts::new(
                 "bluegreen_controller_handovers_total",
@@ -97,14 +96,11 @@ impl Metrics {
             ]),
         )
         .expect("valid metric");
-        let leader = IntGaugeVec::new(
-            Opts::new(
-                "bluegreen_controller_leader",
-                "1 while this replica holds the lease",
-            ),
+        let leader = gauges(
+            "bluegreen_controller_leader",
+            "1 while this replica holds the lease",
             &["identity"],
-        )
-        .expect("valid metric");
+        );
         for m in [
             Box::new(reconciles.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(errors.clone()),
@@ -112,6 +108,7 @@ impl Metrics {
             Box::new(stage.clone()),
             Box::new(toggle.clone()),
             Box::new(waiting_for_watermark.clone()),
+            Box::new(gates_holding.clone()),
             Box::new(handovers.clone()),
             Box::new(handover_duration.clone()),
             Box::new(leader.clone()),
@@ -128,6 +125,7 @@ impl Metrics {
             stage,
             toggle,
             waiting_for_watermark,
+            gates_holding,
             handovers,
             handover_duration,
             leader,
@@ -159,6 +157,14 @@ impl Metrics {
                 .with_label_values(&[namespace, name, color.as_str()])
                 .set(i64::from(waiting));
         }
+        let holding = status.conditions.iter().any(|c| {
+            c.type_ == "Degraded"
+                && c.status == "True"
+                && c.reason == crate::conditions::Reason::GatesHolding.as_str()
+        });
+        self.gates_holding
+            .with_label_values(&[namespace, name])
+            .set(i64::from(holding));
     }
 
     /// Counts a finished handover; called once its record is in a written status.
@@ -180,6 +186,7 @@ impl Metrics {
                 .remove_label_values(&[namespace, name, stage.as_str()]);
         }
         let _ = self.toggle.remove_label_values(&[namespace, name]);
+        let _ = self.gates_holding.remove_label_values(&[namespace, name]);
         for color in Color::ALL {
             let _ =
                 self.waiting_for_watermark
@@ -193,6 +200,11 @@ impl Metrics {
             .encode_to_string(&self.registry.gather())
             .unwrap_or_else(|e| format!("# encoding failed: {e}\n"))
     }
+}
+
+/// A gauge family `name` with `help` and `labels`.
+fn gauges(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric")
 }
 
 impl Default for Metrics {
@@ -274,16 +286,31 @@ mod tests {
             text.contains(r#"bluegreen_controller_waiting_for_watermark{color="GREEN",name="orders",namespace="ns"} 1"#),
             "{text}"
         );
-        // stage × 5, toggle, waiting × 2.
-        assert_eq!(series_of(&metrics, "orders").len(), Stage::ALL.len() + 3);
+        // stage × 5, toggle, waiting × 2, gates holding.
+        assert_eq!(series_of(&metrics, "orders").len(), Stage::ALL.len() + 4);
         metrics.forget("ns", "orders");
         assert_eq!(series_of(&metrics, "orders"), Vec::<String>::new());
         assert_eq!(
             series_of(&metrics, "payments").len(),
-            Stage::ALL.len() + 3,
+            Stage::ALL.len() + 4,
             "another resource's series stay"
         );
         metrics.forget("ns", "never-seen");
+    }
+
+    #[test]
+    fn gates_holding_follows_the_degraded_condition() {
+        let metrics = Metrics::new();
+        let mut status = FlinkBlueGreenDeploymentStatus::default();
+        let holding = |m: &Metrics| m.gates_holding.with_label_values(&["ns", "orders"]).get();
+        metrics.status_written("ns", "orders", &status);
+        assert_eq!(holding(&metrics), 0);
+        let mut health = crate::conditions::Health::default();
+        health.degraded(crate::conditions::Reason::GatesHolding, "no state".into());
+        let now = "2026-01-01T00:00:00Z".parse().unwrap();
+        crate::conditions::update(&mut status.conditions, &health, None, 1, now);
+        metrics.status_written("ns", "orders", &status);
+        assert_eq!(holding(&metrics), 1);
     }
 
     #[test]

@@ -188,6 +188,40 @@ impl GateObs {
             .any(|r| r.idle && r.watermark.is_none_or(|wm| wm <= w))
     }
 
+    /// What keeps the gates from working, as they report it: subtasks that applied no
+    /// coordination state (they hold every record) and the distinct problems they name (at most
+    /// three); `None` when every gate has a state and names no problem.
+    pub fn trouble(&self) -> Option<String> {
+        let total = self.reports.len();
+        let stateless = self.reports.iter().filter(|r| r.applied.is_none()).count();
+        let with_problem = self.reports.iter().filter(|r| r.problem.is_some()).count();
+        let mut problems: Vec<&str> = self
+            .reports
+            .iter()
+            .filter_map(|r| r.problem.as_deref())
+            .collect();
+        problems.sort_unstable();
+        problems.dedup();
+        let mut parts = Vec::new();
+        if stateless > 0 {
+            parts.push(format!(
+                "{stateless} of {total} gate subtasks have no coordination state and hold every record"
+            ));
+        }
+        if with_problem > 0 {
+            let more = problems.len().saturating_sub(3);
+            problems.truncate(3);
+            let named = problems.join(" | ");
+            let more = if more > 0 {
+                format!(" (and {more} more)")
+            } else {
+                String::new()
+            };
+            parts.push(format!("{with_problem} of {total} report: {named}{more}"));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
     /// The minimum watermark over the gates that are not idle; `None` when one has none, or
     /// there are no such gates.
     pub fn watermark(&self) -> Option<i64> {

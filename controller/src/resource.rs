@@ -372,6 +372,11 @@ pub struct FlinkBlueGreenDeploymentStatus {
     /// The handover in progress.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transition: Option<Transition>,
+    /// With no handover in progress: since when the active job's gates have held every record
+    /// or reported a problem (their state source unreachable, an update refused). Once that has
+    /// lasted 30 s, `Degraded` is `True` with reason `GatesHolding`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gates_trouble_since: Option<MicroTime>,
     /// `Ready`, `Progressing`, `Degraded`: at most one of each type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]

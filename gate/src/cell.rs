@@ -121,6 +121,7 @@ impl GateSnapshot {
             max_passed: self.max_passed_event_time_ms,
             watermark,
             idle,
+            problem: None,
         }
     }
 }

@@ -4,6 +4,9 @@
 //! ```text
 //! epoch=7 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false
 //! ```
+//!
+//! A gate with a lasting problem appends `problem=<text>` after `idle` (percent-encoded, see
+//! [`report_keys::PROBLEM`]); readers older than that key ignore it, as any key after `idle`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -37,7 +40,12 @@ pub mod report_keys {
     /// `true` when every input of the gate is idle.
     pub const IDLE: &str = "idle";
 
-    /// Every key, in line order.
+    /// Optional, after [`IDLE`]: what keeps the gate from working now (its state source
+    /// unreachable, an update refused). One token: every byte outside `!`..`~`, and `%`, is
+    /// written as `%XX` of its UTF-8, e.g. `problem=state%20source:%20sidecar...`.
+    pub const PROBLEM: &str = "problem";
+
+    /// Every key that is always written, in line order.
     pub const ALL: [&str; 9] = [
         EPOCH,
         STAGE,
@@ -82,10 +90,11 @@ impl From<&crate::CoordinationState> for AppliedState {
 /// One gate subtask's acknowledgement: the value of its `bluegreenGateAppliedState` gauge.
 ///
 /// [`Display`](fmt::Display) writes the line; [`FromStr`] parses it strictly (every key present,
-/// in order; keys appended after `idle` are ignored) and never turns a bad value into a default.
+/// in order; keys appended after `idle` are ignored, but for `problem`) and never turns a bad
+/// value into a default.
 /// `i64::MIN` on the wire means "none" for `max-passed` and `watermark`, so `Some(i64::MIN)` is
 /// written like `None` and parses back as `None`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GateReport {
     /// The state the gate applies; `None` before it has applied any.
     pub applied: Option<AppliedState>,
@@ -95,6 +104,8 @@ pub struct GateReport {
     pub watermark: Option<i64>,
     /// Whether every input of the gate is idle.
     pub idle: bool,
+    /// What keeps the gate from working now, as it says (`problem`); `None` when nothing does.
+    pub problem: Option<String>,
 }
 
 impl GateReport {
@@ -154,8 +165,47 @@ impl fmt::Display for GateReport {
             or_min(self.max_passed),
             or_min(self.watermark),
             self.idle,
-        )
+        )?;
+        match &self.problem {
+            Some(problem) => write!(f, " {}={}", report_keys::PROBLEM, encode_problem(problem)),
+            None => Ok(()),
+        }
     }
+}
+
+/// `problem` on the wire: one token, every byte outside `!`..`~` and `%` as `%XX`.
+fn encode_problem(problem: &str) -> String {
+    use fmt::Write as _;
+    let mut out = String::with_capacity(problem.len());
+    for b in problem.bytes() {
+        if b.is_ascii_graphic() && b != b'%' {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// The text of a `problem` token; `None` on a bad escape (invalid UTF-8 is replaced).
+fn decode_problem(raw: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(raw.len());
+    let mut rest = raw.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b == b'%' {
+            let hex = tail.get(..2)?;
+            let hex = std::str::from_utf8(hex).ok()?;
+            if !hex.bytes().all(|h| h.is_ascii_hexdigit()) {
+                return None;
+            }
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(b);
+            rest = tail;
+        }
+    }
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Why a `bluegreenGateAppliedState` line could not be parsed. Every variant names the key.
@@ -231,6 +281,7 @@ const I64: &str = "a decimal integer within i64 (-9223372036854775808 for none)"
 const I64_OR_EMPTY: &str = "empty (none) or a decimal integer within i64";
 const WSTAGE: &str = "one of -1 (no state applied yet), 0 (NOT_SET), 1 (WAITING), 2 (SET)";
 const BOOL: &str = "true or false";
+const PROBLEM: &str = "text with every byte outside ! to ~, and %, written as %XX";
 
 fn invalid(key: &'static str, value: &str, expected: &'static str) -> GateReportError {
     GateReportError::InvalidValue {
@@ -327,11 +378,16 @@ impl FromStr for GateReport {
         };
 
         let applied = applied_state(values, (epoch, stage, active, code), w, floor_value)?;
+        let problem = tokens
+            .find_map(|t| t.strip_prefix(k::PROBLEM)?.strip_prefix('='))
+            .map(|raw| decode_problem(raw).ok_or_else(|| invalid(k::PROBLEM, raw, PROBLEM)))
+            .transpose()?;
         Ok(Self {
             applied,
             max_passed,
             watermark,
             idle,
+            problem,
         })
     }
 }
@@ -427,6 +483,7 @@ mod tests {
             max_passed,
             watermark: Some(995),
             idle: false,
+            problem: None,
         }
     }
 
@@ -442,6 +499,7 @@ mod tests {
             max_passed: None,
             watermark: None,
             idle: true,
+            problem: None,
         };
         assert_eq!(
             none.to_string(),
@@ -471,7 +529,7 @@ mod tests {
         assert!(!r.past(995));
         let no_watermark = GateReport {
             watermark: None,
-            ..r
+            ..r.clone()
         };
         assert!(!no_watermark.past(i64::MIN));
         assert!(
@@ -481,5 +539,32 @@ mod tests {
             }
             .past(i64::MAX)
         );
+    }
+
+    #[test]
+    fn a_problem_is_one_percent_encoded_token_after_idle_and_reads_back() {
+        let problem = "state source: sidecar http://127.0.0.1:8787/v1/state?wait=30000ms: \
+                       java.net.ConnectException 100% \u{e9}\ttab";
+        let r = GateReport {
+            problem: Some(problem.to_owned()),
+            ..report(Toggle::NotSet, None)
+        };
+        let line = r.to_string();
+        assert!(
+            line.ends_with(" idle=false problem=state%20source:%20sidecar%20http://127.0.0.1:8787/v1/state?wait=30000ms:%20java.net.ConnectException%20100%25%20%C3%A9%09tab"),
+            "{line}"
+        );
+        assert_eq!(line.split_ascii_whitespace().count(), 10, "{line}");
+        assert_eq!(line.parse::<GateReport>(), Ok(r));
+        // Among other trailing keys, in any place after `idle`.
+        let base = report(Toggle::NotSet, None).to_string();
+        let parsed: GateReport = format!("{base} lag=3 problem=a%20b x=1").parse().unwrap();
+        assert_eq!(parsed.problem.as_deref(), Some("a b"));
+        for bad in ["%", "%2", "%zz", "a%2Gb"] {
+            let e = format!("{base} problem={bad}")
+                .parse::<GateReport>()
+                .unwrap_err();
+            assert_eq!((e.kind(), e.key()), ("InvalidValue", "problem"), "{bad}");
+        }
     }
 }

@@ -134,13 +134,17 @@ fn any_report() -> impl Strategy<Value = GateReport> {
         not_min(),
         not_min(),
         any::<bool>(),
+        prop::option::of(any::<String>()),
     )
-        .prop_map(|(applied, max_passed, watermark, idle)| GateReport {
-            applied,
-            max_passed,
-            watermark,
-            idle,
-        })
+        .prop_map(
+            |(applied, max_passed, watermark, idle, problem)| GateReport {
+                applied,
+                max_passed,
+                watermark,
+                idle,
+                problem: problem.filter(|p| !p.is_empty()),
+            },
+        )
 }
 
 proptest! {

@@ -4,7 +4,7 @@
 //! duration, backoff and deadline the spec gives meets the planner's clock arithmetic. Compiled
 //! for tests and with the `fuzzing` feature only.
 
-use bluegreen_protocol::{AppliedState, Color, CoordinationState, GateReport, Stage, Toggle};
+use bluegreen_protocol::{AppliedState, Color, CoordinationState, Stage, Toggle};
 
 use crate::fixtures::{observed, running, with_child};
 use crate::handover::{Action, Plan, plan};
@@ -56,7 +56,7 @@ pub fn handover_observation(spec: &FlinkBlueGreenDeploymentSpec, settings: Setti
             if let Some(gates) = flink.gates.as_mut() {
                 let applied = Some(AppliedState::from(&state));
                 for report in &mut gates.reports {
-                    *report = GateReport { applied, ..*report };
+                    report.applied = applied;
                 }
             }
         }

@@ -5,7 +5,8 @@
 //! anywhere resumes where it was. The ConfigMap write, when there is one, always comes first.
 //!
 //! By idea: [`Plan`] and its actions (`actions`), the ConfigMap a status stands for
-//! (`configmap`), the entry into a handover from the steady state (`entry`), the phases before W
+//! (`configmap`), the entry into a handover from the steady state (`entry`), the active job's
+//! gates in the steady state (`gates`), the phases before W
 //! is set (`phases`), promotion (`promotion`), teardown (`teardown`), aborting (`abort`), forward
 //! repair (`repair`), the history record of a finished handover (`history`), and deletion
 //! ([`plan_cleanup`], `cleanup`). Conditions are derived in [`crate::conditions`].
@@ -58,7 +59,11 @@ pub fn plan(obs: &Observed) -> Plan {
         Err((field, message)) => p.invalid_spec(field, message),
         Ok(settings) => match p.status.transition.clone() {
             None => p.steady(settings),
-            Some(t) => p.drive(settings, &t),
+            Some(t) => {
+                // The steady state's watch of the gates starts afresh after the handover.
+                p.status.gates_trouble_since = None;
+                p.drive(settings, &t);
+            }
         },
     }
     let desired = desired_configmap(&p.status, obs);
@@ -181,6 +186,7 @@ mod actions;
 mod cleanup;
 mod configmap;
 mod entry;
+mod gates;
 mod history;
 mod outgoing;
 mod phases;

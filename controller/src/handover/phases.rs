@@ -305,17 +305,21 @@ impl Planner<'_> {
             return;
         };
         let ready_for = self.incoming_readiness(&incoming);
-        let acked = outgoing
-            .flink
-            .as_ref()
-            .and_then(|f| f.gates.clone())
-            .filter(|g| g.acknowledge(t.epoch, w));
-        let Some(gates) = acked else {
+        let gates = outgoing.flink.as_ref().and_then(|f| f.gates.clone());
+        let Some(gates) = gates.filter(|g| g.acknowledge(t.epoch, w)) else {
+            // Name what the gates report, if anything: why they cannot apply W.
+            let cause = outgoing
+                .flink
+                .as_ref()
+                .and_then(|f| f.gates.as_ref())
+                .and_then(crate::observed::GateObs::trouble)
+                .map(|trouble| format!("; the gates report: {trouble}"))
+                .unwrap_or_default();
             self.wait_or_abort(
                 settings,
                 &t,
                 Reason::GatesNotAcknowledged,
-                &format!("waiting for every outgoing gate to apply W = {w}"),
+                &format!("waiting for every outgoing gate to apply W = {w}{cause}"),
             );
             return;
         };

@@ -2044,3 +2044,149 @@ fn a_blocked_handover_is_not_reported_as_idle() {
     assert_ne!(progressing.reason, "Idle", "{progressing:?}");
     assert!(progressing.message.contains("blocked"), "{progressing:?}");
 }
+
+/// Steady blue whose gates report `problem`, one of them with no coordination state.
+fn steady_blue_gates_in_trouble(problem: Option<&str>, now: &str) -> Observed {
+    let mut obs = at(steady_blue("h1"), now);
+    let gates = obs.blue.as_mut().unwrap().flink.as_mut().unwrap();
+    for r in &mut gates.gates.as_mut().unwrap().reports {
+        r.problem = problem.map(str::to_owned);
+    }
+    gates.gates.as_mut().unwrap().reports[0].applied = None;
+    obs
+}
+
+fn holding_notes(p: &super::Plan) -> Vec<(bool, &'static str)> {
+    p.notes
+        .iter()
+        .filter(|n| n.reason.starts_with("Gates"))
+        .map(|n| (n.warning, n.reason))
+        .collect()
+}
+
+#[test]
+fn gates_that_hold_or_cannot_reach_their_source_degrade_a_steady_job_after_the_grace() {
+    let problem = "state source: sidecar http://127.0.0.1:8787/v1/state?wait=30000ms: java.net.ConnectException";
+    // First seen: recorded, not reported yet; looked at again when the grace ends.
+    let p = plan(&steady_blue_gates_in_trouble(
+        Some(problem),
+        "2026-01-01T00:00:00Z",
+    ));
+    assert_eq!(
+        p.status.gates_trouble_since,
+        Some(time("2026-01-01T00:00:00Z"))
+    );
+    assert_eq!(condition(&p, "Ready"), ("True", "Running"));
+    assert_eq!(condition(&p, "Degraded"), ("False", "AsExpected"));
+    assert!(p.requeue_after <= super::gates::GATES_GRACE);
+    assert!(holding_notes(&p).is_empty());
+    // Still within the grace.
+    let mut obs = steady_blue_gates_in_trouble(Some(problem), "2026-01-01T00:00:20Z");
+    obs.status = p.status;
+    let p = plan(&obs);
+    assert_eq!(condition(&p, "Degraded").0, "False");
+    assert_eq!(p.requeue_after, std::time::Duration::from_secs(10));
+    // Past the grace: Degraded and not Ready, naming the gates' own words; one Warning event.
+    let mut obs = steady_blue_gates_in_trouble(Some(problem), "2026-01-01T00:00:31Z");
+    obs.status = p.status;
+    let p = plan(&obs);
+    assert_eq!(condition(&p, "Degraded"), ("True", "GatesHolding"));
+    assert_eq!(condition(&p, "Ready"), ("False", "NotReady"));
+    let degraded = p
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Degraded")
+        .unwrap();
+    assert!(degraded.message.contains(problem), "{}", degraded.message);
+    assert!(
+        degraded
+            .message
+            .contains("1 of 2 gate subtasks have no coordination state"),
+        "{}",
+        degraded.message
+    );
+    assert_eq!(holding_notes(&p), [(true, "GatesHolding")]);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    // Still so a minute later: the same condition, no second event.
+    let mut obs = steady_blue_gates_in_trouble(Some(problem), "2026-01-01T00:01:31Z");
+    obs.status = p.status;
+    let p = plan(&obs);
+    assert_eq!(condition(&p, "Degraded"), ("True", "GatesHolding"));
+    assert!(holding_notes(&p).is_empty(), "{:?}", p.notes);
+    // Recovered: healthy at once, said with a Normal event.
+    let mut obs = at(steady_blue("h1"), "2026-01-01T00:01:40Z");
+    obs.status = p.status;
+    let p = plan(&obs);
+    assert_eq!(condition(&p, "Degraded"), ("False", "AsExpected"));
+    assert_eq!(condition(&p, "Ready"), ("True", "Running"));
+    assert_eq!(p.status.gates_trouble_since, None);
+    assert_eq!(holding_notes(&p), [(false, "GatesRecovered")]);
+}
+
+#[test]
+fn gates_trouble_that_clears_within_the_grace_is_never_reported() {
+    let p = plan(&steady_blue_gates_in_trouble(None, "2026-01-01T00:00:00Z"));
+    let mut obs = at(steady_blue("h1"), "2026-01-01T00:00:10Z");
+    obs.status = p.status;
+    let p = plan(&obs);
+    assert_eq!(p.status.gates_trouble_since, None);
+    // Trouble again: the grace starts over.
+    let mut obs = steady_blue_gates_in_trouble(None, "2026-01-01T00:00:20Z");
+    obs.status = p.status;
+    let p = plan(&obs);
+    let mut obs = steady_blue_gates_in_trouble(None, "2026-01-01T00:00:45Z");
+    obs.status = p.status;
+    let p = plan(&obs);
+    assert_eq!(condition(&p, "Degraded").0, "False");
+    assert!(p.notes.is_empty(), "{:?}", p.notes);
+    // A worse problem is reported instead: the active job failed.
+    let mut obs = steady_blue_gates_in_trouble(None, "2026-01-01T00:01:00Z");
+    obs.status = p.status;
+    obs.blue.as_mut().unwrap().job_state = Some("FAILED".into());
+    assert_eq!(condition(&plan(&obs), "Degraded").1, "ActiveJobFailed");
+}
+
+#[test]
+fn gates_not_acknowledging_w_name_the_cause_they_report() {
+    let problem = "state source: sidecar http://127.0.0.1:8787/v1/state: java.net.ConnectException";
+    let mut blue = running("h1", 1, 0, Some(5_000), 4_000);
+    for r in &mut blue.flink.as_mut().unwrap().gates.as_mut().unwrap().reports {
+        r.problem = Some(problem.into());
+    }
+    let obs = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(crate::fixtures::W)),
+            Color::Green,
+            Some(running("h2", 1, 0, None, i64::MIN)),
+        ),
+        Color::Blue,
+        Some(blue),
+    );
+    let waiting = plan(&obs);
+    let progressing = waiting
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .unwrap();
+    assert_eq!(progressing.reason, "GatesNotAcknowledged");
+    assert!(
+        progressing.message.contains(problem),
+        "{}",
+        progressing.message
+    );
+    // After the abort grace, the abort names it too.
+    let p = plan(&at(obs, "2026-01-01T00:11:00Z"));
+    assert_eq!(transition(&p).phase, Phase::Aborting);
+    let reason = transition(&p).abort_reason.clone().unwrap();
+    assert!(reason.starts_with("GatesNotAcknowledged: "), "{reason}");
+    assert!(reason.contains(problem), "{reason}");
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.warning && n.message.contains(problem)),
+        "{:?}",
+        p.notes
+    );
+}

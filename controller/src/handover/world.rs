@@ -101,6 +101,7 @@ impl Job {
             max_passed: self.max_passed,
             watermark: Some(self.next - 1),
             idle: false,
+            problem: None,
         }
     }
 
@@ -435,8 +436,8 @@ impl World {
                     latest_checkpoint: job.checkpoint_path(),
                     savepoint,
                     gates: Some(GateObs {
-                        reports: vec![match job.stale {
-                            Some((until, report)) if now < until => report,
+                        reports: vec![match &job.stale {
+                            Some((until, report)) if now < *until => report.clone(),
                             _ => job.report(),
                         }],
                     }),

@@ -33,6 +33,10 @@ public final class Gate implements StateSource.StateListener {
     private final AtomicLong refusedUpdates = new AtomicLong();
     private final AtomicLong sourceErrors = new AtomicLong();
     private volatile String lastProblem = "";
+    /** The source's error since its last good contact; null when it answers. */
+    private volatile String sourceProblem;
+    /** The refused update since the last applied one; null when none. */
+    private volatile String refusedProblem;
 
     /** A gate of {@code color} with no state yet (it holds everything). */
     public Gate(Color color, String name) {
@@ -70,8 +74,18 @@ public final class Gate implements StateSource.StateListener {
         return lastProblem;
     }
 
+    /**
+     * The problem that lasts now, for the report line: the state source's error until it answers
+     * again, else a refused update until a state is applied; null when there is none.
+     */
+    public String currentProblem() {
+        String source = sourceProblem;
+        return source != null ? source : refusedProblem;
+    }
+
     @Override
     public void onConfigMap(Map<String, String> data) {
+        sourceProblem = null;
         CoordinationState next;
         try {
             next = CoordinationState.fromData(data);
@@ -87,6 +101,7 @@ public final class Gate implements StateSource.StateListener {
         CoordinationState cur = latest.state;
         if (cur != null) {
             if (cur.equals(next)) {
+                refusedProblem = null;
                 return true; // replay of the current state
             }
             try {
@@ -100,6 +115,7 @@ public final class Gate implements StateSource.StateListener {
             return false;
         }
         latest = new Snapshot(next, Rule.forState(next, color));
+        refusedProblem = null;
         LOG.info("bluegreen gate {} ({}): applied {}", name, color, next);
         notifyAll();
         return true;
@@ -108,6 +124,7 @@ public final class Gate implements StateSource.StateListener {
     // The problem is written before its counter moves: whoever sees the count sees the message.
     private void refuse(Exception e) {
         lastProblem = "refused update: " + e.getMessage();
+        refusedProblem = lastProblem;
         refusedUpdates.incrementAndGet();
         LOG.warn("bluegreen gate {} ({}): refused a coordination update, keeping {}: {}", name, color, latest.state, e.getMessage());
     }
@@ -115,8 +132,14 @@ public final class Gate implements StateSource.StateListener {
     @Override
     public void onSourceError(String message, Throwable cause) {
         lastProblem = "state source: " + message;
+        sourceProblem = lastProblem;
         sourceErrors.incrementAndGet();
         LOG.warn("bluegreen gate {} ({}): state source error: {}", name, color, message, cause);
+    }
+
+    @Override
+    public void onSourceOk() {
+        sourceProblem = null;
     }
 
     /**

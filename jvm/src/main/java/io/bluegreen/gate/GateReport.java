@@ -1,5 +1,6 @@
 package io.bluegreen.gate;
 
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
@@ -8,10 +9,17 @@ import java.util.Arrays;
  * key always present, e.g.
  * {@code epoch=7 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false}.
  * Before any state is applied, epoch, stage, active, toggle and floor are empty and watermark-stage
- * is -1. Readers ignore unknown trailing keys. The Java twin of {@code bluegreen_protocol::GateReport}.
+ * is -1. Readers ignore unknown trailing keys. After {@code idle} a gate with a lasting problem
+ * appends {@code problem=<text>} (percent-encoded: every byte outside {@code !..~}, and {@code %},
+ * as {@code %XX} of its UTF-8), e.g. {@code problem=state%20source:%20sidecar...}; readers older
+ * than the key ignore it. The Java twin of {@code bluegreen_protocol::GateReport}.
  */
 public final class GateReport {
     static final String[] KEYS = {"epoch", "stage", "active", "watermark-stage", "toggle", "floor", "max-passed", "watermark", "idle"};
+    /** The optional key after {@link #KEYS}: the gate's lasting problem. */
+    static final String PROBLEM_KEY = "problem";
+    /** The longest problem a line carries, in characters (longer ones are cut, marked by "..."). */
+    static final int PROBLEM_MAX_CHARS = 300;
 
     /** The applied state's parts; null (and watermark-stage -1) before any state. */
     public final Long epoch;
@@ -27,9 +35,19 @@ public final class GateReport {
     public final long watermark;
     /** Whether every input of the gate is idle. */
     public final boolean idle;
+    /**
+     * What keeps the gate from working now (its state source unreachable, an update refused), as
+     * {@link Gate#currentProblem()} says; null when nothing does.
+     */
+    public final String problem;
 
     public GateReport(Long epoch, Stage stage, Color active, int watermarkStage, Long toggle, Long floor,
             long maxPassed, long watermark, boolean idle) {
+        this(epoch, stage, active, watermarkStage, toggle, floor, maxPassed, watermark, idle, null);
+    }
+
+    public GateReport(Long epoch, Stage stage, Color active, int watermarkStage, Long toggle, Long floor,
+            long maxPassed, long watermark, boolean idle, String problem) {
         this.epoch = epoch;
         this.stage = stage;
         this.active = active;
@@ -39,21 +57,28 @@ public final class GateReport {
         this.maxPassed = maxPassed;
         this.watermark = watermark;
         this.idle = idle;
+        this.problem = problem == null || problem.isEmpty() ? null
+                : problem.length() > PROBLEM_MAX_CHARS ? problem.substring(0, PROBLEM_MAX_CHARS - 3) + "..." : problem;
     }
 
     /** The report of a gate that applied {@code s} (null: none yet). */
     public static GateReport of(CoordinationState s, long maxPassed, long watermark, boolean idle) {
+        return of(s, maxPassed, watermark, idle, null);
+    }
+
+    /** The report of a gate that applied {@code s} (null: none yet) and has {@code problem} (null: none). */
+    public static GateReport of(CoordinationState s, long maxPassed, long watermark, boolean idle, String problem) {
         if (s == null) {
-            return new GateReport(null, null, null, -1, null, null, maxPassed, watermark, idle);
+            return new GateReport(null, null, null, -1, null, null, maxPassed, watermark, idle, problem);
         }
         return new GateReport(s.epoch(), s.stage(), s.active(), s.watermarkStage().ordinal(),
                 s.hasToggle() ? s.watermarkToggleValue() : null, s.hasFloor() ? s.floor() : null,
-                maxPassed, watermark, idle);
+                maxPassed, watermark, idle, problem);
     }
 
     /** {@code of(s, ...).line()}. */
-    static String line(CoordinationState s, long maxPassed, long watermark, boolean idle) {
-        return of(s, maxPassed, watermark, idle).line();
+    static String line(CoordinationState s, long maxPassed, long watermark, boolean idle, String problem) {
+        return of(s, maxPassed, watermark, idle, problem).line();
     }
 
     /** The gauge's line. */
@@ -66,8 +91,45 @@ public final class GateReport {
                 + " floor=" + (floor == null ? "" : floor.toString())
                 + " max-passed=" + maxPassed
                 + " watermark=" + watermark
-                + " idle=" + idle;
+                + " idle=" + idle
+                + (problem == null ? "" : " " + PROBLEM_KEY + "=" + encodeProblem(problem));
     }
+
+    /** {@code problem} on the wire: one token, every byte outside {@code !..~} and {@code %} as {@code %XX}. */
+    static String encodeProblem(String problem) {
+        StringBuilder out = new StringBuilder();
+        for (byte b : problem.getBytes(StandardCharsets.UTF_8)) {
+            int c = b & 0xFF;
+            if (c > ' ' && c <= '~' && c != '%') {
+                out.append((char) c);
+            } else {
+                out.append('%').append(HEX[c >> 4]).append(HEX[c & 0xF]);
+            }
+        }
+        return out.toString();
+    }
+
+    /** The text of a {@code problem} token; throws {@link ParseException} on a bad escape. */
+    static String decodeProblem(String raw) {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        for (int i = 0; i < raw.length(); i++) {
+            char c = raw.charAt(i);
+            if (c != '%') {
+                bytes.write(c);
+                continue;
+            }
+            int hi = i + 2 < raw.length() ? Character.digit(raw.charAt(i + 1), 16) : -1;
+            int lo = hi < 0 ? -1 : Character.digit(raw.charAt(i + 2), 16);
+            if (lo < 0) {
+                throw invalid(PROBLEM_KEY, raw, PROBLEM_EXPECTED);
+            }
+            bytes.write(hi * 16 + lo);
+            i += 2;
+        }
+        return new String(bytes.toByteArray(), StandardCharsets.UTF_8);
+    }
+
+    private static final char[] HEX = "0123456789ABCDEF".toCharArray();
 
     /** Whether this gate acknowledges the proposal W of {@code epoch}: that epoch, W proposed or set, toggle = W. */
     public boolean acknowledges(long epoch, long w) {
@@ -110,10 +172,11 @@ public final class GateReport {
     private static final String I64 = "a decimal integer within i64 (-9223372036854775808 for none)";
     private static final String I64_OR_EMPTY = "empty (none) or a decimal integer within i64";
     private static final String WSTAGE = "one of -1 (no state applied yet), 0 (NOT_SET), 1 (WAITING), 2 (SET)";
+    private static final String PROBLEM_EXPECTED = "text with every byte outside ! to ~, and %, written as %XX";
 
     /**
      * Parses a line strictly, as the controller does: the keys of {@link #line()} in that order,
-     * separated by whitespace, then anything (ignored). Throws {@link ParseException} naming the key.
+     * separated by whitespace, then anything (ignored but a {@code problem} token). Throws {@link ParseException} naming the key.
      */
     public static GateReport parse(String line) {
         String[] tokens = Arrays.stream(line.split("[ \\t\\n\\r\\f]+")).filter(t -> !t.isEmpty()).toArray(String[]::new);
@@ -194,7 +257,14 @@ public final class GateReport {
             }
             throw inconsistent(KEYS[i], v[i], "epoch, stage, active and watermark-stage are either all set or all empty (watermark-stage=-1)");
         }
-        return new GateReport(epoch, stage, active, ws, toggle, floor, max, wm, idle);
+        String problem = null;
+        for (int i = KEYS.length; i < tokens.length; i++) {
+            if (tokens[i].startsWith(PROBLEM_KEY + "=")) {
+                problem = decodeProblem(tokens[i].substring(PROBLEM_KEY.length() + 1));
+                break;
+            }
+        }
+        return new GateReport(epoch, stage, active, ws, toggle, floor, max, wm, idle, problem);
     }
 
     private static ParseException invalid(String key, String value, String expected) {

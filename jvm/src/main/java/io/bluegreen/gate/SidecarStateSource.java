@@ -36,6 +36,26 @@ public final class SidecarStateSource implements StateSource {
     private final String base;
     private final long waitMillis;
 
+    /** The environment variable naming the sidecar's base URL (set by the controller and the local runners). */
+    public static final String URL_ENV = "BLUEGREEN_SIDECAR_URL";
+    /** The sidecar's URL when {@link #URL_ENV} is not set: its default port on localhost. */
+    public static final String DEFAULT_URL = "http://127.0.0.1:8787";
+
+    /**
+     * The sidecar named by the TaskManager's environment variable {@link #URL_ENV} (which the
+     * controller's sidecar injection and the local runners set), else {@link #DEFAULT_URL}; long
+     * polls of 30 s. The one way to find the sidecar that works on a cluster and locally.
+     */
+    public static SidecarStateSource fromEnvironment() {
+        return fromUrl(System.getenv(URL_ENV));
+    }
+
+    /** The sidecar at {@code url}, or at {@link #DEFAULT_URL} when it is null or blank; long polls of 30 s. */
+    static SidecarStateSource fromUrl(String url) {
+        String base = url == null || url.isBlank() ? DEFAULT_URL : url.trim();
+        return new SidecarStateSource(URI.create(base), Duration.ofSeconds(30));
+    }
+
     /** The sidecar on {@code 127.0.0.1:port}, long polls of 30 s. */
     public SidecarStateSource(int port) {
         this(URI.create("http://127.0.0.1:" + port), Duration.ofSeconds(30));
@@ -124,6 +144,7 @@ public final class SidecarStateSource implements StateSource {
                     int code = resp.statusCode();
                     if (code == 304) {
                         backoff = 100;
+                        listener.onSourceOk();
                         continue;
                     }
                     if (code != 200) {
@@ -134,6 +155,8 @@ public final class SidecarStateSource implements StateSource {
                     if (!r.revision.equals(since)) {
                         since = r.revision;
                         listener.onConfigMap(r.configmap);
+                    } else {
+                        listener.onSourceOk();
                     }
                 } catch (InterruptedException e) {
                     if (closed) {
@@ -163,6 +186,12 @@ public final class SidecarStateSource implements StateSource {
                 thread.interrupt();
             }
         }
+    }
+
+    /** E.g. {@code SidecarStateSource(http://127.0.0.1:8787, wait 30000 ms)}. */
+    @Override
+    public String toString() {
+        return "SidecarStateSource(" + base + ", wait " + waitMillis + " ms)";
     }
 
     private static String abbreviate(String s) {

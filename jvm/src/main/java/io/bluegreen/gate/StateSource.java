@@ -42,6 +42,12 @@ public interface StateSource extends Serializable {
          * good state (it holds if it has none) and counts the error; the source keeps retrying.
          */
         void onSourceError(String message, Throwable cause);
+
+        /**
+         * The source reached its state and found nothing new (e.g. a long poll answered 304): an
+         * earlier {@link #onSourceError} is over. Delivering a ConfigMap says the same.
+         */
+        default void onSourceOk() {}
     }
 
     /** A running delivery; closing it stops the delivery (idempotent). */

@@ -142,13 +142,16 @@ final class ProtocolVectorsTest {
                 assertEquals(want.get("max_passed"), r.maxPassed == Long.MIN_VALUE ? null : Long.toString(r.maxPassed), "max passed");
                 assertEquals(want.get("watermark"), r.watermark == Long.MIN_VALUE ? null : Long.toString(r.watermark), "watermark");
                 assertEquals(want.get("idle"), r.idle, "idle");
+                assertEquals(want.get("problem"), r.problem, "problem");
                 // Formatting gives the line back (without the unknown keys a reader ignores).
-                assertTrue(line.equals(r.line()) || line.startsWith(r.line() + " "), "formats as the vector: " + r.line());
+                String core = r.line().split(" problem=")[0];
+                assertTrue(line.equals(core) || line.startsWith(core + " "), "formats as the vector: " + r.line());
+                assertEquals(r, GateReport.parse(r.line()), "reads its own line back");
                 // A gate that applied this state writes exactly this line.
                 if (r.epoch != null) {
                     CoordinationState s = CoordinationState.of(r.epoch, r.active, r.stage, WatermarkStage.values()[r.watermarkStage],
                             r.toggle == null ? 0 : r.toggle, 0).withFloor(r.floor);
-                    assertEquals(r.line(), GateReport.line(s, r.maxPassed, r.watermark, r.idle), "the gate's line for " + s);
+                    assertEquals(r.line(), GateReport.line(s, r.maxPassed, r.watermark, r.idle, r.problem), "the gate's line for " + s);
                 }
             }));
         }

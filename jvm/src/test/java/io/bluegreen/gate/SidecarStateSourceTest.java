@@ -1,6 +1,8 @@
 package io.bluegreen.gate;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -67,6 +69,74 @@ final class SidecarStateSourceTest {
                 await(() -> gate.latest().state.epoch() == 1, 10_000, "state after an HTTP 500");
             }
         }
+    }
+
+    @Test
+    @DisplayName("sidecar: a lasting problem is reported while the sidecar fails and cleared once it answers again, even with 304")
+    void currentProblemLastsWhileTheSidecarFails() throws Exception {
+        try (FakeSidecar sidecar = new FakeSidecar()) {
+            Gate gate = new Gate(Color.BLUE, "sidecar-test");
+            SidecarStateSource src = new SidecarStateSource(sidecar.uri(), Duration.ofMillis(100));
+            try (StateSource.Subscription sub = src.subscribe("t", gate)) {
+                await(() -> gate.currentProblem() != null, 5_000, "503 reported as a lasting problem");
+                assertTrue(gate.currentProblem().startsWith("state source: sidecar ") && gate.currentProblem().contains("503"),
+                        gate.currentProblem());
+                GateReport none = GateReport.parse(GateReport.line(null, Long.MIN_VALUE, Long.MIN_VALUE, false, gate.currentProblem()));
+                assertEquals(gate.currentProblem(), none.problem, "the report line carries it");
+                sidecar.publish(CoordinationState.of(0, Color.BLUE, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, 0));
+                await(() -> gate.latest().state != null, 10_000, "state after retry");
+                assertNull(gate.currentProblem(), "a delivered state ends it");
+                sidecar.failNext = 1;
+                await(() -> gate.currentProblem() != null, 5_000, "HTTP 500 reported");
+                await(() -> gate.currentProblem() == null, 5_000, "the next 304 ends it");
+                assertTrue(gate.lastProblem().contains("500"), "lastProblem keeps the history: " + gate.lastProblem());
+            }
+        }
+    }
+
+    @Test
+    @DisplayName("gate: a refused update is a lasting problem until a state is applied; no problem, no key")
+    void refusedUpdateLastsUntilAStateIsApplied() {
+        Gate gate = new Gate(Color.BLUE, "refused");
+        assertNull(gate.currentProblem(), "a new gate has none");
+        gate.onConfigMap(Map.of("epoch", "x"));
+        assertTrue(gate.currentProblem().startsWith("refused update: "), gate.currentProblem());
+        gate.onSourceOk();
+        assertTrue(gate.currentProblem().startsWith("refused update: "), "a 304 does not end a refusal");
+        gate.onConfigMap(CoordinationState.of(0, Color.BLUE, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, 0).toData());
+        assertNull(gate.currentProblem(), "an applied state ends it");
+        String line = GateReport.line(gate.latest().state, 5, 4, false, gate.currentProblem());
+        assertFalse(line.contains("problem="), line);
+    }
+
+    @Test
+    @DisplayName("report: a problem is one percent-encoded token after idle, cut at 300 characters")
+    void problemIsOneTokenAfterIdle() {
+        String line = GateReport.line(null, Long.MIN_VALUE, Long.MIN_VALUE, false, "state source: 100% \u00e9\ttab");
+        assertTrue(line.endsWith(" idle=false problem=state%20source:%20100%25%20%C3%A9%09tab"), line);
+        assertEquals("state source: 100% \u00e9\ttab", GateReport.parse(line).problem);
+        String longOne = "x".repeat(1000);
+        GateReport r = GateReport.parse(GateReport.line(null, 0, 0, false, longOne));
+        assertEquals(GateReport.PROBLEM_MAX_CHARS, r.problem.length(), "cut");
+        assertTrue(r.problem.endsWith("..."), r.problem);
+        GateReport.ParseException e = assertThrows(GateReport.ParseException.class,
+                () -> GateReport.parse(GateReport.line(null, 0, 0, false, null) + " problem=%2"));
+        assertEquals("problem", e.key());
+    }
+
+    @Test
+    @DisplayName("sidecar: found through BLUEGREEN_SIDECAR_URL, else the default port on localhost")
+    void foundThroughTheEnvironment() throws Exception {
+        try (FakeSidecar sidecar = new FakeSidecar()) {
+            sidecar.publish(CoordinationState.of(0, Color.BLUE, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, 0));
+            Gate gate = new Gate(Color.BLUE, "env-test");
+            try (StateSource.Subscription sub = SidecarStateSource.fromUrl(sidecar.uri().toString()).subscribe("t", gate)) {
+                await(() -> gate.latest().state != null, 5_000, "state from the sidecar the URL names");
+            }
+        }
+        assertEquals(SidecarStateSource.fromUrl(SidecarStateSource.DEFAULT_URL).toString(), SidecarStateSource.fromUrl(null).toString());
+        assertEquals(SidecarStateSource.fromUrl(" ").toString(), SidecarStateSource.fromUrl(null).toString());
+        assertEquals("BLUEGREEN_SIDECAR_URL", SidecarStateSource.URL_ENV);
     }
 
     @Test
