@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::ensure;
+use anyhow::{Context as _, ensure};
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
 use bluegreen_examples::real::{Artifacts, ExampleJob, java_available};
-use bluegreen_examples::{LocalStack, StackOptions};
+use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions};
 use bluegreen_local_flink::file_ledger::FileLedgerReport;
 use bluegreen_protocol::Color;
 
@@ -153,4 +153,87 @@ pub async fn set_action(stack: &LocalStack, name: &str, action: &str) -> anyhow:
         )
         .await?;
     Ok(())
+}
+
+/// Deletes `name` and waits until it and both children are gone; returns the path of its final
+/// savepoint (`onDelete: savepointThenDelete`), read from its `FinalSavepoint` event.
+pub async fn delete_for_final_savepoint(stack: &LocalStack, name: &str) -> anyhow::Result<String> {
+    use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams};
+    stack.fbgds().delete(name, &DeleteParams::default()).await?;
+    let children: Api<DynamicObject> = Api::namespaced_with(
+        stack.client.clone(),
+        NAMESPACE,
+        &bluegreen_controller::context::flink_deployment_resource(),
+    );
+    let deadline = tokio::time::Instant::now() + UPGRADE;
+    loop {
+        let mut left = Vec::new();
+        if stack.fbgds().get_opt(name).await?.is_some() {
+            left.push(name.to_owned());
+        }
+        for color in Color::ALL {
+            let child = format!("{name}-{}", color.suffix());
+            if children.get_opt(&child).await?.is_some() {
+                left.push(child);
+            }
+        }
+        if left.is_empty() {
+            break;
+        }
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "not deleted within {UPGRADE:?}: {left:?}\n{}",
+            stack.diagnose(name).await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let events: Api<DynamicObject> = Api::namespaced_with(
+        stack.client.clone(),
+        NAMESPACE,
+        &ApiResource::from_gvk(&GroupVersionKind::gvk("events.k8s.io", "v1", "Event")),
+    );
+    let notes: Vec<String> = events
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| e.data["reason"] == "FinalSavepoint" && e.data["regarding"]["name"] == name)
+        .filter_map(|e| e.data["note"].as_str().map(str::to_owned))
+        .collect();
+    let [note] = notes.as_slice() else {
+        anyhow::bail!("expected one FinalSavepoint event of {name}, got {notes:?}");
+    };
+    let (_, path) = note
+        .rsplit_once(" at ")
+        .with_context(|| format!("no path in {note:?}"))?;
+    Ok(path.to_owned())
+}
+
+/// Creates `name` again, running `job` started from `savepoint` (`initialSavepointPath`), and
+/// waits until blue runs it.
+pub async fn recreate_from(
+    bed: &Bed,
+    name: &str,
+    job: &ExampleJob,
+    savepoint: &str,
+) -> anyhow::Result<()> {
+    let mut spec = job.spec(&bed.artifacts.job_jar);
+    spec.template.spec.job.initial_savepoint_path = Some(savepoint.to_owned());
+    bed.stack.create(name, spec).await?;
+    bed.stack.wait_steady(name, Color::Blue, UPGRADE).await?;
+    Ok(())
+}
+
+/// Commits what the active job read, then asserts the ledger: every record once with the right
+/// running count, in undamaged files. Colors are not judged: a resource re-created from a final
+/// savepoint starts blue again, wherever the deleted one stopped.
+pub async fn assert_exactly_once_any_color(
+    stack: &LocalStack,
+    name: &str,
+    output: &Path,
+) -> anyhow::Result<FileLedgerReport> {
+    stack.commit_active(name).await?;
+    let report = stack.file_report(name, output, true).await?;
+    ensure!(report.is_exactly_once(), "{report}");
+    Ok(report)
 }

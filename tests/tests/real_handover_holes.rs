@@ -8,6 +8,9 @@
 //!   checkpoint, so deleting it lost them. It is restarted from that checkpoint instead.
 //! - The outgoing job fails over after promotion: it replays from a checkpoint below W, and a
 //!   stop sent as soon as it runs again committed only what the replay had reached.
+//! - `onDelete: savepointThenDelete`, the resource re-created from the final savepoint: an
+//!   ordinary savepoint committed nothing, and the new (blue) job skipped the other color's
+//!   committables in it; during a handover it held neither W nor the floor.
 //!
 //! Needs what `real_upgrades.rs` needs (`scripts/test` builds it); without a `java` on the PATH
 //! every test says so and passes without running.
@@ -15,7 +18,8 @@
 use std::time::Duration;
 
 use bluegreen_e2e::real::{
-    Bed, UPGRADE, assert_exactly_once, has_condition, set_action, wait_taken,
+    Bed, UPGRADE, assert_exactly_once, assert_exactly_once_any_color, delete_for_final_savepoint,
+    has_condition, recreate_from, set_action, wait_taken,
 };
 use bluegreen_examples::real::ExampleJob;
 use bluegreen_protocol::Color;
@@ -186,6 +190,65 @@ async fn an_outgoing_job_failing_over_after_promotion_is_stopped_only_past_w() -
     wait_taken(&fail_blue).await?;
     stack.wait_steady("orders", Color::Green, UPGRADE).await?;
     let report = assert_exactly_once(stack, "orders", &output, true).await?;
+    eprintln!("{report}");
+    bed.stack.shutdown().await;
+    Ok(())
+}
+
+/// `onDelete: savepointThenDelete` with green active, then the resource re-created from the
+/// recorded final savepoint (it starts blue again). An ordinary savepoint commits nothing, so
+/// green's output since its last checkpoint was only a committable in it, which the new blue job
+/// skips as the other color's while its sources resume after those records; the final savepoint
+/// is a stop-with-savepoint instead, which commits it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_recreated_from_the_final_savepoint_of_green_loses_nothing() -> anyhow::Result<()>
+{
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let stack = &bed.stack;
+    let (job, output) =
+        blue_then_upgrade(&bed, json!({"onDelete": "savepointThenDelete"}), &[], &[]).await?;
+    stack.wait_steady("orders", Color::Green, UPGRADE).await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let savepoint = delete_for_final_savepoint(stack, "orders").await?;
+    eprintln!("final savepoint: {savepoint}");
+    recreate_from(&bed, "orders", &job, &savepoint).await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let report = assert_exactly_once_any_color(stack, "orders", &output).await?;
+    eprintln!("{report}");
+    bed.stack.shutdown().await;
+    Ok(())
+}
+
+/// The same deletion while a handover waits for a person to promote it, W set: the final
+/// savepoint then carried neither W nor the floor. Deletion finishes the handover first (green
+/// promoted, blue stopped with a savepoint), then stops green with the final savepoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_deleted_during_a_handover_after_w_is_recreated_and_loses_nothing()
+-> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let stack = &bed.stack;
+    let (job, output) = blue_then_upgrade(
+        &bed,
+        json!({"onDelete": "savepointThenDelete", "promotion": "manual"}),
+        &[],
+        &[],
+    )
+    .await?;
+    stack
+        .wait_for("orders", UPGRADE, "awaiting promotion", |f| {
+            has_condition(f, "Progressing", "AwaitingPromotion")
+        })
+        .await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let savepoint = delete_for_final_savepoint(stack, "orders").await?;
+    eprintln!("final savepoint: {savepoint}");
+    recreate_from(&bed, "orders", &job, &savepoint).await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let report = assert_exactly_once_any_color(stack, "orders", &output).await?;
     eprintln!("{report}");
     bed.stack.shutdown().await;
     Ok(())
