@@ -96,6 +96,8 @@ pub enum Reason {
     ForwardRepaired,
     /// The forward repair did not bring the incoming job back.
     ForwardRepairFailed,
+    /// The resource is being deleted (`onDelete: savepointThenDelete`): its handover ends first.
+    DeletionWaitsForHandover,
 }
 
 impl Reason {
@@ -145,6 +147,7 @@ impl Reason {
             Self::ForwardRepairing => "ForwardRepairing",
             Self::ForwardRepaired => "ForwardRepaired",
             Self::ForwardRepairFailed => "ForwardRepairFailed",
+            Self::DeletionWaitsForHandover => "DeletionWaitsForHandover",
         }
     }
 }

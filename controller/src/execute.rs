@@ -115,9 +115,6 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
                 let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
                 delete_if_present(&configmaps, &configmap_name(&name)).await?;
             }
-            Action::TriggerFinalSavepoint { color, trigger_id } => {
-                trigger_savepoint(ctx, &children, fbgd, *color, trigger_id).await?;
-            }
             Action::AwaitFinalSavepoint => return Err(Error::FinalSavepointPending(name)),
         }
     }

@@ -14,7 +14,7 @@ use crate::child::{ANNOTATION_TEMPLATE_HASH, child_name, spec_hash};
 use crate::context::{ACTION_ANNOTATION, Context, flink_deployment_resource};
 use crate::error::{Error, Result};
 use crate::flink_rest::FlinkRest;
-use crate::handover::final_savepoint_trigger_id;
+use crate::handover::{ends_handover_first, final_savepoint_trigger_id};
 use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, JobState, ManualAction, Observed};
 use crate::resource::{DeletionPolicy, FlinkBlueGreenDeployment, Phase};
 
@@ -75,8 +75,13 @@ pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<O
 
 /// Observes a resource being deleted: its children as Kubernetes reports them and, under
 /// `onDelete: savepointThenDelete`, the final savepoint of the active job (a REST failure is an
-/// error: deletion waits rather than skip the savepoint).
+/// error: deletion waits rather than skip the savepoint), or everything `observe` reads while
+/// the handover in progress ends first.
 pub async fn observe_deletion(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<Observed> {
+    let status = fbgd.status.clone().unwrap_or_default();
+    if ends_handover_first(fbgd.spec.coordination.on_delete, &status) {
+        return observe(ctx, fbgd).await;
+    }
     let namespace = fbgd
         .namespace()
         .ok_or(Error::MissingMetadata("namespace"))?;

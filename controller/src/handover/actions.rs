@@ -69,16 +69,8 @@ pub enum Action {
     Orphan(Color),
     /// Delete the coordination ConfigMap.
     DeleteConfigMap,
-    /// Trigger the final savepoint of the child of `color` under `trigger_id`, which derives
-    /// from the resource's uid: a retried cleanup takes one savepoint.
-    TriggerFinalSavepoint {
-        /// The active child's color.
-        color: Color,
-        /// The trigger id Flink deduplicates the request by.
-        trigger_id: String,
-    },
     /// Keep the finalizer: the cleanup fails with `FinalSavepointPending` (and is retried) until
-    /// the final savepoint has ended.
+    /// the handover in progress and the final stop-with-savepoint have ended.
     AwaitFinalSavepoint,
 }
 

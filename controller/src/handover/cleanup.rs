@@ -1,13 +1,24 @@
 //! Deletion: `plan_cleanup(&Observed) -> Plan`, the finalizer's decisions per `onDelete` policy
-//! (pure). The final savepoint's state lives in Flink under a trigger id derived from the
-//! resource's uid, so a retried cleanup finds, rather than repeats, the savepoint it asked for.
+//! (pure).
+//!
+//! Under `savepointThenDelete` the final savepoint is a stop-with-savepoint of the only job: the
+//! stop commits the sink's output at the savepoint, so a resource re-created from it (which
+//! starts blue, with no W and no floor) finds no committable of the other color left to skip. A
+//! handover in progress ends first: before W is set it is aborted (the incoming job, which has
+//! emitted nothing, deleted), once W is set it is finished (promoted without waiting for a person
+//! or the deletion delay, the outgoing job stopped with a savepoint), so that one job holds every
+//! record's state. The stop's trigger id derives from the resource's uid, so a retried cleanup
+//! finds, rather than repeats, the stop it asked for.
+
+use std::time::Duration;
 
 use bluegreen_protocol::Color;
 
-use super::{Action, Note, Plan, STEADY_REQUEUE};
+use super::{Action, Note, Plan, STEADY_REQUEUE, plan};
+use crate::conditions::Reason;
 use crate::flink_rest::trigger_id;
 use crate::observed::{Observed, SavepointObs};
-use crate::resource::DeletionPolicy;
+use crate::resource::{DeletionPolicy, FlinkBlueGreenDeploymentStatus, Phase, Promotion};
 
 /// The trigger id of the final savepoint of the resource with `uid`: one per resource, however
 /// often the cleanup is retried.
@@ -15,11 +26,28 @@ pub fn final_savepoint_trigger_id(uid: &str) -> String {
     trigger_id(&format!("bluegreen-final-savepoint/{uid}"))
 }
 
+/// Whether the deletion of a resource with `status` under `policy` first ends its handover (one
+/// that deployed the incoming job), so that the cleanup needs the full observation.
+pub fn ends_handover_first(
+    policy: DeletionPolicy,
+    status: &FlinkBlueGreenDeploymentStatus,
+) -> bool {
+    policy == DeletionPolicy::SavepointThenDelete
+        && status
+            .transition
+            .as_ref()
+            .is_some_and(|t| t.from.is_some() && t.phase != Phase::Snapshotting)
+}
+
 /// Plans one cleanup of a resource being deleted. Idempotent, and correct when no handover ever
-/// ran. The status is left as observed.
+/// ran. The status is left as observed, except while a handover ends first.
 pub fn plan_cleanup(obs: &Observed) -> Plan {
+    let policy = obs.spec.coordination.on_delete;
+    if ends_handover_first(policy, &obs.status) {
+        return end_handover(obs);
+    }
     let mut notes = Vec::new();
-    let actions = match obs.spec.coordination.on_delete {
+    let actions = match policy {
         DeletionPolicy::Orphan => Color::ALL.iter().copied().map(Action::Orphan).collect(),
         DeletionPolicy::SavepointThenDelete => match final_savepoint(obs, &mut notes) {
             Some(waiting) => waiting,
@@ -36,6 +64,64 @@ pub fn plan_cleanup(obs: &Observed) -> Plan {
     }
 }
 
+/// One step of the handover the deletion waits for, planned as `plan` plans it with promotion
+/// `auto` and no deletion delay, a handover before W being aborted; the finalizer is kept and
+/// `Progressing` says why (`DeletionWaitsForHandover`, also an Event the first time).
+fn end_handover(obs: &Observed) -> Plan {
+    let mut ending = obs.clone();
+    if let Ok(settings) = ending.settings.as_mut() {
+        settings.promotion = Promotion::Auto;
+        settings.deletion_delay = Duration::ZERO;
+    }
+    let mut w_set = true;
+    if let Some(t) = ending.status.transition.as_mut()
+        && matches!(t.phase, Phase::Deploying | Phase::ConfirmingToggle)
+    {
+        // The incoming job has emitted nothing: deleting it loses nothing.
+        w_set = false;
+        t.phase = Phase::Aborting;
+        t.abort_reason = Some(format!(
+            "{}: the resource is being deleted before W was set",
+            Reason::DeletionWaitsForHandover
+        ));
+    }
+    let mut p = plan(&ending);
+    let why = if w_set {
+        "W is set, so the handover is finished first (promoted now, the outgoing job stopped with a savepoint)"
+    } else {
+        "W is not set, so the handover is aborted first (the incoming job deleted)"
+    };
+    let waiting = Reason::DeletionWaitsForHandover.as_str();
+    let noticed = obs
+        .status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Progressing" && c.reason == waiting);
+    if let Some(c) = p
+        .status
+        .conditions
+        .iter_mut()
+        .find(|c| c.type_ == "Progressing" && c.status == "True")
+    {
+        c.message = format!(
+            "the resource is being deleted: {why}, then the only job is stopped with the final savepoint; now {}: {}",
+            c.reason, c.message
+        );
+        waiting.clone_into(&mut c.reason);
+    }
+    if !noticed {
+        p.notes.push(Note {
+            warning: false,
+            reason: waiting,
+            message: format!(
+                "deletion waits for the handover: {why}, then the only job is stopped with the final savepoint"
+            ),
+        });
+    }
+    p.actions.push(Action::AwaitFinalSavepoint);
+    p
+}
+
 /// Both children, then the ConfigMap.
 fn delete_all() -> Vec<Action> {
     let mut actions: Vec<Action> = Color::ALL
@@ -47,9 +133,9 @@ fn delete_all() -> Vec<Action> {
     actions
 }
 
-/// The actions that wait for the final savepoint of the active job, or `None` (with a note when
-/// it ended) once deleting may go on: there is no active job with a job id, or its savepoint
-/// completed or failed.
+/// The actions that wait for the final stop-with-savepoint of the active job, or `None` (with a
+/// note when it ended) once deleting may go on: there is no active job with a job id, or its
+/// stop completed or failed.
 fn final_savepoint(obs: &Observed, notes: &mut Vec<Note>) -> Option<Vec<Action>> {
     let active = obs.status.active_color?;
     let child = obs.child(active).filter(|c| c.job_id.is_some())?;
@@ -72,7 +158,7 @@ fn final_savepoint(obs: &Observed, notes: &mut Vec<Note>) -> Option<Vec<Action>>
         }
         Some(SavepointObs::InProgress) => Some(vec![Action::AwaitFinalSavepoint]),
         Some(SavepointObs::Unknown) | None => Some(vec![
-            Action::TriggerFinalSavepoint {
+            Action::StopJob {
                 color: active,
                 trigger_id: final_savepoint_trigger_id(&obs.uid),
             },
@@ -188,7 +274,7 @@ mod tests {
     }
 
     #[test]
-    fn savepoint_then_delete_waits_for_the_final_savepoint_of_the_active_job() {
+    fn savepoint_then_delete_stops_the_active_job_with_the_final_savepoint_and_waits_for_it() {
         let trigger = final_savepoint_trigger_id("uid-1");
         for active in EVENTS {
             let obs = deleting(DeletionPolicy::SavepointThenDelete, active);
@@ -197,7 +283,7 @@ mod tests {
                 Active::Never | Active::Missing | Active::NoJob => (delete_all(), None),
                 Active::NotTriggered => (
                     vec![
-                        Action::TriggerFinalSavepoint {
+                        Action::StopJob {
                             color: Color::Blue,
                             trigger_id: trigger.clone(),
                         },

@@ -23,7 +23,7 @@ use crate::resource::{
 };
 
 pub use actions::{Action, Note, Plan};
-pub use cleanup::{final_savepoint_trigger_id, plan_cleanup};
+pub use cleanup::{ends_handover_first, final_savepoint_trigger_id, plan_cleanup};
 pub use configmap::desired_configmap;
 pub use history::HISTORY_LEN;
 pub use teardown::stop_trigger_id;

@@ -678,10 +678,9 @@ impl World {
                 t.savepoint_trigger_id = Some("trigger".into());
             }
             Action::ClearManualAction => self.obs.action = None,
-            Action::Orphan(_)
-            | Action::DeleteConfigMap
-            | Action::TriggerFinalSavepoint { .. }
-            | Action::AwaitFinalSavepoint => panic!("{action:?} is planned only on deletion"),
+            Action::Orphan(_) | Action::DeleteConfigMap | Action::AwaitFinalSavepoint => {
+                panic!("{action:?} is planned only on deletion")
+            }
         }
     }
 
