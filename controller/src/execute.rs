@@ -99,10 +99,14 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
                 }
                 current = write_status(&api, &current, status).await?;
             }
-            Action::StopJob { color, trigger_id } => {
+            Action::StopJob {
+                color,
+                trigger_id,
+                drain,
+            } => {
                 let (rest, job_id) = child_rest(ctx, &children, fbgd, *color).await?;
                 let target = fbgd.spec.coordination.savepoint.target_directory.as_deref();
-                rest.stop_with_savepoint(&job_id, target, trigger_id)
+                rest.stop_with_savepoint(&job_id, target, trigger_id, *drain)
                     .await?;
             }
             Action::ClearManualAction => {

@@ -85,6 +85,9 @@ pub fn report(epoch: u64, stage: u8, max_passed: Option<i64>, wm: i64) -> GateRe
     }
 }
 
+/// The job vertex id of a [`running`] child's one gate (two subtasks).
+pub const GATE_VERTEX: &str = "gate-vertex";
+
 /// When the tasks of a [`running`] child's job started (Flink's clock, epoch ms).
 pub const TASKS_STARTED_AT: i64 = 1_000;
 
@@ -100,12 +103,14 @@ pub fn running(hash: &str, epoch: u64, stage: u8, max_passed: Option<i64>, wm: i
         error: None,
         spec_job_state: Some(JobState::Running),
         restart_nonce: None,
+        upgrading: false,
         flink: Some(FlinkObs {
             checkpoints_completed: 3,
             latest_checkpoint: Some("file:///cp/3".into()),
             savepoint: None,
             gates: Some(GateObs {
                 reports: vec![report(epoch, stage, max_passed, wm); 2],
+                vertices: [(GATE_VERTEX.to_owned(), 1)].into(),
             }),
             tasks_started_at: Some(TASKS_STARTED_AT),
         }),

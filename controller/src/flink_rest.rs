@@ -148,6 +148,7 @@ impl FlinkRest {
     /// vertex it is chained into. `None` when no vertex has a gate.
     async fn gates(&self, job_id: &str, vertices: &[Vertex]) -> Result<Option<GateObs>> {
         let mut reports = Vec::new();
+        let mut layout = std::collections::BTreeMap::new();
         for vertex in vertices {
             let vid = &vertex.id;
             let listed: Vec<MetricId> = self
@@ -161,12 +162,18 @@ impl FlinkRest {
                 .collect();
             ids.sort_unstable();
             ids.dedup();
+            if !ids.is_empty() {
+                layout.insert(vid.clone(), u32::try_from(ids.len()).unwrap_or(u32::MAX));
+            }
             for metric in ids {
                 self.gate_reports(job_id, vertex, metric, &mut reports)
                     .await?;
             }
         }
-        Ok((!reports.is_empty()).then_some(GateObs { reports }))
+        Ok((!reports.is_empty()).then_some(GateObs {
+            reports,
+            vertices: layout,
+        }))
     }
 
     /// Every subtask's line of the gate metric `metric` of `vertex`, appended to `reports`; an
@@ -258,16 +265,18 @@ impl FlinkRest {
         Ok(answered)
     }
 
-    /// Stops `job_id` with a savepoint and without drain (`POST /jobs/:jid/stop`), which
-    /// commits the job's transactional output. `trigger_id` makes a resent request a no-op.
+    /// Stops `job_id` with a savepoint (`POST /jobs/:jid/stop`), which commits the job's
+    /// transactional output; with `drain`, Flink first emits the maximum watermark, which fires
+    /// every event-time window and timer. `trigger_id` makes a resent request a no-op.
     pub async fn stop_with_savepoint(
         &self,
         job_id: &str,
         target_directory: Option<&str>,
         trigger_id: &str,
+        drain: bool,
     ) -> Result<()> {
         let body = StopRequest {
-            drain: false,
+            drain,
             target_directory,
             trigger_id,
         };
@@ -666,6 +675,7 @@ mod tests {
         let obs = rest.observe("job", None, true).await.expect("observe");
         let gates = obs.gates.expect("gates found by metric name");
         assert_eq!(gates.reports.len(), 3, "both vertices, every subtask");
+        assert_eq!(gates.vertices.len(), 2, "one gate on each vertex");
         assert!(
             !gates.acknowledge(2, 1000),
             "a stale subtask does not acknowledge"
@@ -757,6 +767,11 @@ mod tests {
             gates.max_passed(),
             Some(1_005),
             "the second gate's maximum is read"
+        );
+        assert_eq!(
+            gates.vertices,
+            [("v".to_owned(), 2)].into(),
+            "the layout the controller expects from then on: two gates on vertex v"
         );
     }
 

@@ -252,6 +252,7 @@ mod tests {
                 incoming_ready: None,
                 outgoing_ready: None,
                 outgoing_restart: None,
+                outgoing_gates: std::collections::BTreeMap::new(),
             }),
             ..FlinkBlueGreenDeploymentStatus::default()
         }

@@ -218,6 +218,15 @@ fn child_obs(child: &DynamicObject) -> Result<ChildObs> {
     let status: ChildStatus = typed(child.data.get("status"))?;
     let spec: ChildSpec = typed(child.data.get("spec"))?;
     let job = status.job_status.unwrap_or_default();
+    let behind = match (status.observed_generation, child.metadata.generation) {
+        (Some(observed), Some(generation)) => observed < generation,
+        _ => false,
+    };
+    let upgrading = behind
+        || status
+            .reconciliation_status
+            .and_then(|r| r.state)
+            .is_some_and(|s| s == "UPGRADING");
     Ok(ChildObs {
         template_hash: child.annotations().get(ANNOTATION_TEMPLATE_HASH).cloned(),
         deleting: child.metadata.deletion_timestamp.is_some(),
@@ -227,6 +236,7 @@ fn child_obs(child: &DynamicObject) -> Result<ChildObs> {
         error: status.error,
         spec_job_state: spec.job.and_then(|j| j.state),
         restart_nonce: spec.restart_nonce,
+        upgrading,
         flink: None,
     })
 }
@@ -249,6 +259,18 @@ struct ChildStatus {
     job_status: Option<ChildJobStatus>,
     #[serde(default)]
     error: Option<String>,
+    #[serde(default)]
+    observed_generation: Option<i64>,
+    #[serde(default)]
+    reconciliation_status: Option<ReconciliationStatus>,
+}
+
+/// `status.reconciliationStatus` of a FlinkDeployment.
+#[derive(Deserialize, Default)]
+struct ReconciliationStatus {
+    /// DEPLOYED, UPGRADING, ROLLING_BACK, ROLLED_BACK.
+    #[serde(default)]
+    state: Option<String>,
 }
 
 /// `status.jobStatus` of a FlinkDeployment.
@@ -315,8 +337,27 @@ mod tests {
         assert_eq!(obs.job_id.as_deref(), Some("j1"));
         assert_eq!(obs.spec_job_state, Some(JobState::Running));
         assert!(obs.running());
+        assert!(
+            !obs.upgrading,
+            "no generation to compare, nothing upgrading"
+        );
         let fresh = child_obs(&child(json!({"spec": {}}))).expect("no status yet");
         assert_eq!(fresh.job_state, None);
+        // The operator has not seen the latest spec, or is applying it: upgrading.
+        let generation = |observed: i64, state: &str| {
+            let mut c = child(json!({"status": {
+                "observedGeneration": observed,
+                "reconciliationStatus": {"state": state},
+            }}));
+            c.metadata.generation = Some(3);
+            child_obs(&c).expect("the operator's shape").upgrading
+        };
+        assert!(
+            generation(2, "DEPLOYED"),
+            "spec generation 3 not observed yet"
+        );
+        assert!(generation(3, "UPGRADING"), "observed, being applied");
+        assert!(!generation(3, "DEPLOYED"), "applied");
         for changed in [
             json!({"status": {"jobStatus": "RUNNING"}}),
             json!({"status": {"jobStatus": {"jobId": 7}}}),

@@ -2,6 +2,8 @@
 //! reported. Gathered by `observe` (or `observe_deletion`), consumed by the pure `handover::plan`
 //! (or `handover::plan_cleanup`).
 
+use std::collections::BTreeMap;
+
 use bluegreen_protocol::{Color, CoordinationState, GateReport};
 use jiff::Timestamp;
 
@@ -87,6 +89,10 @@ pub struct ChildObs {
     pub spec_job_state: Option<JobState>,
     /// `spec.restartNonce` of the child.
     pub restart_nonce: Option<i64>,
+    /// The Apache operator has not yet applied the child's latest spec: `status.observedGeneration`
+    /// is below `metadata.generation`, or `status.reconciliationStatus.state` is `UPGRADING`.
+    /// What runs (and what its gates report) is the job of an older spec.
+    pub upgrading: bool,
     /// What the job's REST API reported, if it was reachable.
     pub flink: Option<FlinkObs>,
 }
@@ -162,9 +168,24 @@ pub enum SavepointObs {
 pub struct GateObs {
     /// Every gate subtask's `bluegreenGateAppliedState` line.
     pub reports: Vec<GateReport>,
+    /// Per job vertex id, how many gates report from it (distinct metric ids).
+    pub vertices: BTreeMap<String, u32>,
 }
 
 impl GateObs {
+    /// The gates of `expected` (per vertex id, how many) that do not report now, described;
+    /// `None` when every one does.
+    pub fn missing(&self, expected: &BTreeMap<String, u32>) -> Option<String> {
+        let missing: Vec<String> = expected
+            .iter()
+            .filter_map(|(vertex, n)| {
+                let seen = self.vertices.get(vertex).copied().unwrap_or(0);
+                (seen < *n).then(|| format!("{} of {n} on vertex {vertex}", n - seen))
+            })
+            .collect();
+        (!missing.is_empty()).then(|| missing.join(", "))
+    }
+
     /// Whether every gate subtask applied the proposal of `w` in `epoch`. Decided on the
     /// lines' content alone, so a late metric store cannot pair a new stage with an old maximum.
     pub fn acknowledge(&self, epoch: u64, w: i64) -> bool {

@@ -38,7 +38,7 @@ pub async fn reconcile(fbgd: Arc<FlinkBlueGreenDeployment>, ctx: Arc<Context>) -
     });
     // A hung API or REST call must not stall this resource forever: kube-runtime runs one
     // reconcile per object at a time.
-    let result = match tokio::time::timeout(RECONCILE_TIMEOUT, finalized).await {
+    let result = match Box::pin(tokio::time::timeout(RECONCILE_TIMEOUT, finalized)).await {
         Err(_) => Err(Error::ReconcileTimeout(RECONCILE_TIMEOUT)),
         Ok(result) => result.map_err(|e| match e {
             kube::runtime::finalizer::Error::ApplyFailed(e)

@@ -462,6 +462,13 @@ pub struct Transition {
     /// checkpoint, so that it emits and commits its records `t <= W` before it is stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outgoing_restart: Option<OutgoingRestart>,
+    /// The outgoing job's gates as seen so far in this handover: per job vertex id, how many
+    /// gates report from it (the most seen at once). Its gates are trusted (for W, its
+    /// acknowledgement, promotion and the stop) only while every one of them reports: a gate
+    /// missing from Flink's metric store, after a restart or on a TaskManager not fetched yet,
+    /// has neither acknowledged W nor passed it.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub outgoing_gates: std::collections::BTreeMap<String, u32>,
 }
 
 /// A job seen with every task RUNNING: the start time of its tasks' current attempts and since
@@ -613,6 +620,11 @@ pub struct OutgoingStop {
     /// Where the stop-with-savepoint was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub savepoint: Option<String>,
+    /// Whether the stop of `triggerId` drains the job (emits the maximum watermark, firing its
+    /// windows and timers): chosen when the outgoing job counts as past W only because its
+    /// inputs are idle, so that results it holds for `t <= W` are emitted, not lost.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drain: bool,
 }
 
 impl OutgoingStop {

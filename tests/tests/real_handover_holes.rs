@@ -17,9 +17,10 @@
 
 use std::time::Duration;
 
+use anyhow::{Context as _, ensure};
 use bluegreen_e2e::real::{
     Bed, UPGRADE, assert_exactly_once, assert_exactly_once_any_color, delete_for_final_savepoint,
-    has_condition, recreate_from, set_action, wait_taken,
+    has_condition, recreate_from, set_action, upgrade_to, wait_taken,
 };
 use bluegreen_examples::real::ExampleJob;
 use bluegreen_protocol::Color;
@@ -191,6 +192,128 @@ async fn an_outgoing_job_failing_over_after_promotion_is_stopped_only_past_w() -
     stack.wait_steady("orders", Color::Green, UPGRADE).await?;
     let report = assert_exactly_once(stack, "orders", &output, true).await?;
     eprintln!("{report}");
+    bed.stack.shutdown().await;
+    Ok(())
+}
+
+/// The `windowed` example job (1 s event-time windows per key before the gate, which emit their
+/// records when they fire) with its gate placed `placement`, every split idle from 20 s to 80 s
+/// of its schedule and the upgrade to green at 24 s, when blue's sources are idle and its last
+/// window per key holds records that only its watermark passing them would emit. With W = blue's
+/// progress + the toggle offset those records were `t <= W`, blue's, and lost: blue cannot fire
+/// them (not even stopped with drain: Flink drops the drain's maximum watermark at an idle
+/// source), green fired them when records returned and dropped them (112 lost without drain,
+/// 60 and 132 with it). The handover must also finish before the input returns: idle inputs must
+/// not stall it.
+async fn windows_across_an_idle_handover(placement: &str) -> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let output = bed.output("out");
+    let mut job = ExampleJob::new(&output);
+    job.topology = "windowed".into();
+    job.extra_args = [
+        "--placement",
+        placement,
+        "--jitter-ms",
+        "0",
+        "--idle-split",
+        "all",
+        "--idle-active-ms",
+        "20000",
+        "--idle-cycle-ms",
+        "80000",
+        "--idleness-ms",
+        "2000",
+        "--sink-idleness-ms",
+        "3000",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    bed.deploy("orders", &job).await?;
+    let at = |ms: u64| std::time::UNIX_EPOCH + Duration::from_millis(job.t0 + ms);
+    sleep_until(at(24_000)).await;
+    job.version = "v2".into();
+    upgrade_to(&bed.stack, "orders", &job, Color::Green).await?;
+    let done = std::time::SystemTime::now();
+    ensure!(
+        done < at(80_000),
+        "the handover waited for the input to return ({:?} after it went quiet)",
+        done.duration_since(at(20_000)).unwrap_or_default()
+    );
+    let fbgd = bed.stack.fbgds().get("orders").await?;
+    let record = fbgd
+        .status
+        .as_ref()
+        .and_then(|s| s.history.iter().find(|h| h.to == Color::Green))
+        .context("the record of the handover to green")?;
+    ensure!(
+        !record.past_w_by_idleness.is_empty(),
+        "no gate counted as past W by idleness: the inputs were not idle during the handover ({record:?})"
+    );
+    // The input returns at 80 s; green fires the windows above W once its watermark passes them.
+    sleep_until(at(84_000)).await;
+    let report = assert_exactly_once(&bed.stack, "orders", &output, true).await?;
+    eprintln!("{report}");
+    bed.stack.shutdown().await;
+    Ok(())
+}
+
+/// Sleeps until `when` (now if it has passed).
+async fn sleep_until(when: std::time::SystemTime) {
+    let left = when
+        .duration_since(std::time::SystemTime::now())
+        .unwrap_or_default();
+    tokio::time::sleep(left).await;
+}
+
+/// The gate as an operator: Flink tells it that its inputs are idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn windows_before_a_gate_operator_whose_inputs_idle_across_the_handover_are_emitted_once()
+-> anyhow::Result<()> {
+    windows_across_an_idle_handover("operator").await
+}
+
+/// The gate inside the sink: Flink does not tell a sink writer of idleness; the gate reports its
+/// input idle after `withSinkIdleness` (3 s here) without records or watermark.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn windows_before_a_gate_in_the_sink_whose_inputs_idle_across_the_handover_are_emitted_once()
+-> anyhow::Result<()> {
+    windows_across_an_idle_handover("sink").await
+}
+
+/// Two gated sinks chained into one vertex whose branches' event times differ: branch b runs
+/// 10 s ahead of branch a. W proposed from gate a alone (a's progress + 1 s) would be below what
+/// gate b has already passed, and b's records between them would be emitted by both colors; gate
+/// b's acknowledgement would not be waited for. Every gate is read and counted: each output has
+/// every record once, by its owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gated_sinks_whose_branches_run_apart_hand_over_exactly_once() -> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let output = bed.output("out");
+    let mut job = ExampleJob::new(&output);
+    job.topology = "two-sinks".into();
+    job.extra_args = vec!["--skew-b-ms".into(), "10000".into()];
+    bed.deploy("orders", &job).await?;
+    job.version = "v2".into();
+    upgrade_to(&bed.stack, "orders", &job, Color::Green).await?;
+    bed.stack.commit_active("orders").await?;
+    for dir in [output.join("a"), output.join("b")] {
+        let report = bed.stack.file_report("orders", &dir, true).await?;
+        ensure!(
+            report.is_exactly_once_by_owner(),
+            "{}: {report}",
+            dir.display()
+        );
+        ensure!(
+            report.lines.get(&Color::Green).copied().unwrap_or(0) > 0,
+            "green wrote nothing to {}: {report}",
+            dir.display()
+        );
+        eprintln!("{}: {report}", dir.display());
+    }
     bed.stack.shutdown().await;
     Ok(())
 }

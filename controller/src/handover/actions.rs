@@ -54,13 +54,16 @@ pub enum Action {
     /// Trigger a savepoint of the child of `color` through Flink's REST API and record the
     /// trigger id in the status.
     TriggerSavepoint(Color),
-    /// Stop the job of the child of `color` with a savepoint (`POST /jobs/:jid/stop`, no drain)
-    /// under `trigger_id`, which the status already records. Resending it is idempotent.
+    /// Stop the job of the child of `color` with a savepoint (`POST /jobs/:jid/stop`) under
+    /// `trigger_id`, which the status already records. Resending it is idempotent.
     StopJob {
         /// The child's color.
         color: Color,
         /// The trigger id Flink deduplicates the request by.
         trigger_id: String,
+        /// Stop with drain: the maximum watermark first, firing every event-time window and
+        /// timer (recorded with the trigger id).
+        drain: bool,
     },
     /// Remove the `bluegreen.dev/action` annotation (the operation was handled or refused).
     ClearManualAction,

@@ -161,6 +161,7 @@ fn final_savepoint(obs: &Observed, notes: &mut Vec<Note>) -> Option<Vec<Action>>
             Action::StopJob {
                 color: active,
                 trigger_id: final_savepoint_trigger_id(&obs.uid),
+                drain: false,
             },
             Action::AwaitFinalSavepoint,
         ]),
@@ -286,6 +287,7 @@ mod tests {
                         Action::StopJob {
                             color: Color::Blue,
                             trigger_id: trigger.clone(),
+                            drain: false,
                         },
                         Action::AwaitFinalSavepoint,
                     ],

@@ -245,6 +245,7 @@ impl Planner<'_> {
             incoming_ready: None,
             outgoing_ready: None,
             outgoing_restart: None,
+            outgoing_gates: std::collections::BTreeMap::new(),
         }
     }
 }

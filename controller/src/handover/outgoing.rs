@@ -14,7 +14,7 @@ use bluegreen_protocol::Color;
 
 use super::{Action, Planner};
 use crate::conditions::Reason;
-use crate::observed::{ChildObs, FlinkObs, ManualAction};
+use crate::observed::{ChildObs, FlinkObs, GateObs, ManualAction};
 use crate::resource::{MicroTime, OutgoingRestart, TasksReady};
 use crate::settings::Settings;
 
@@ -56,6 +56,33 @@ impl Planner<'_> {
         Some(self.since(&since))
     }
 
+    /// Adds the outgoing job's gates as seen now to `transition.outgoingGates` (the most seen
+    /// per vertex), while it runs.
+    pub(super) fn record_outgoing_gates(&mut self, outgoing: &ChildObs) {
+        let Some(gates) = outgoing
+            .flink
+            .as_ref()
+            .and_then(|f| f.gates.as_ref())
+            .filter(|_| outgoing.running())
+        else {
+            return;
+        };
+        let recorded = &mut self.transition().outgoing_gates;
+        for (vertex, n) in &gates.vertices {
+            let most = recorded.entry(vertex.clone()).or_insert(0);
+            *most = (*most).max(*n);
+        }
+    }
+
+    /// The outgoing gates seen in this handover that `gates` lacks, described (`None`: none):
+    /// such a gate has neither acknowledged W nor passed it, as far as anyone can tell.
+    pub(super) fn outgoing_gates_missing(&self, gates: &GateObs) -> Option<String> {
+        let expected = &self.status.transition.as_ref()?.outgoing_gates;
+        gates
+            .missing(expected)
+            .map(|m| format!("outgoing gates that reported before to report again (missing: {m})"))
+    }
+
     /// Why the outgoing job's gate reports cannot be trusted now (`None`: they can): it must
     /// run, and have run `minReady` with every task RUNNING and no restart.
     pub(super) fn outgoing_unsettled(
@@ -91,6 +118,9 @@ impl Planner<'_> {
             return Some(why);
         }
         let gates = outgoing.flink.as_ref().and_then(|f| f.gates.clone());
+        if let Some(missing) = gates.as_ref().and_then(|g| self.outgoing_gates_missing(g)) {
+            return Some(missing);
+        }
         if gates.is_none_or(|g| !g.past(w)) {
             let wm = outgoing.flink.as_ref().and_then(FlinkObs::watermark);
             return Some(format!(

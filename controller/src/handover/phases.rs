@@ -48,6 +48,7 @@ impl Planner<'_> {
         if t.phase != Phase::Aborting && self.obs.child(from).is_some() {
             // From the start, so that a job that never restarted is trusted at once after W.
             self.outgoing_up = self.outgoing_readiness(&outgoing);
+            self.record_outgoing_gates(&outgoing);
         }
         match t.phase {
             Phase::Snapshotting => self.snapshotting(settings, &outgoing),
@@ -274,10 +275,25 @@ impl Planner<'_> {
             self.wait_or_abort(settings, &t, Reason::NoGateMetrics, "the outgoing job reports no bluegreen gate metrics: is a GateProcessFunction in the pipeline?");
             return;
         };
+        if let Some(missing) = self.outgoing_gates_missing(&gates) {
+            self.wait_or_abort(
+                settings,
+                &t,
+                Reason::GatesNotAcknowledged,
+                &format!("waiting for {missing}, to propose W from all of them"),
+            );
+            return;
+        }
         let watermark = gates.watermark().unwrap_or(i64::MIN);
         let progress = gates.max_passed().unwrap_or(i64::MIN).max(watermark);
         let above_floor = self.status.floor.map_or(i64::MIN, |f| f.saturating_add(1));
+        // Every input idle: nothing reaches the gates, so W needs no margin ahead of them. W at
+        // the progress leaves what windows and timers before them hold (above their stalled
+        // watermark) to the incoming job, which fires it once records return; the idle job
+        // cannot: Flink passes not even a drain's maximum watermark through an idle source.
+        let all_idle = gates.reports.iter().all(|r| r.idle) && progress > i64::MIN;
         let w = match settings.toggle {
+            ToggleRule::Offset(_) if all_idle => progress.max(above_floor),
             ToggleRule::Offset(offset) => progress.saturating_add(offset).max(above_floor),
             ToggleRule::Value(v) if v > progress && v >= above_floor => v,
             ToggleRule::Value(v) => {
@@ -290,7 +306,11 @@ impl Planner<'_> {
         self.note(
             false,
             "ToggleProposed",
-            format!("W = {w} proposed (outgoing progress {progress})"),
+            if all_idle && matches!(settings.toggle, ToggleRule::Offset(_)) {
+                format!("W = {w} proposed (outgoing progress {progress}; every outgoing input is idle, so without the toggle offset: what its windows and timers hold goes to the incoming job)")
+            } else {
+                format!("W = {w} proposed (outgoing progress {progress})")
+            },
         );
         self.health.progressing(
             Reason::ConfirmingToggle,
@@ -306,7 +326,8 @@ impl Planner<'_> {
         };
         let ready_for = self.incoming_readiness(&incoming);
         let gates = outgoing.flink.as_ref().and_then(|f| f.gates.clone());
-        let Some(gates) = gates.filter(|g| g.acknowledge(t.epoch, w)) else {
+        let missing = gates.as_ref().and_then(|g| self.outgoing_gates_missing(g));
+        let Some(gates) = gates.filter(|g| missing.is_none() && g.acknowledge(t.epoch, w)) else {
             // Name what the gates report, if anything: why they cannot apply W.
             let cause = outgoing
                 .flink
@@ -314,7 +335,9 @@ impl Planner<'_> {
                 .and_then(|f| f.gates.as_ref())
                 .and_then(crate::observed::GateObs::trouble)
                 .map(|trouble| format!("; the gates report: {trouble}"))
-                .unwrap_or_default();
+                .into_iter()
+                .chain(missing.map(|m| format!("; waiting for {m}")))
+                .collect::<String>();
             self.wait_or_abort(
                 settings,
                 &t,

@@ -72,20 +72,14 @@ impl Planner<'_> {
             });
         }
         self.watermark_waits(&watermark_waits);
-        let mut waiting = Vec::new();
-        if !incoming.running() {
-            waiting.push("the incoming job to run".to_owned());
-        }
+        let mut waiting = incoming_waits(settings, &incoming);
         if !outgoing_gone && let Some(why) = self.outgoing_unsettled(settings, outgoing) {
             // Its report of being past W may be a previous attempt's (a restart replays from a
             // checkpoint below W).
             waiting.push(why);
         }
-        if flink.checkpoints_completed < u64::from(settings.min_checkpoints) {
-            waiting.push(format!(
-                "{} of {} checkpoints",
-                flink.checkpoints_completed, settings.min_checkpoints
-            ));
+        if !outgoing_gone && let Some(missing) = self.outgoing_gates_missing(&out_gates) {
+            waiting.push(missing);
         }
         for wait in &watermark_waits {
             waiting.push(wait.to_string());
@@ -193,4 +187,29 @@ impl Planner<'_> {
         }
         self.transition().waiting_for_watermarks = waits.to_vec();
     }
+}
+
+/// What the incoming job still needs before promotion: to run the current template and to have
+/// completed `minCheckpoints` checkpoints.
+fn incoming_waits(settings: &Settings, incoming: &ChildObs) -> Vec<String> {
+    let mut waiting = Vec::new();
+    if !incoming.running() {
+        waiting.push("the incoming job to run".to_owned());
+    } else if incoming.upgrading {
+        // Updated in place (a template change in ToggleSet): what runs, and reports, is the job
+        // of the old template until the operator has applied the new one; if that upgrade
+        // fails, the forward repair takes over.
+        waiting.push("the Flink operator to apply the incoming job's updated template".to_owned());
+    }
+    let completed = incoming
+        .flink
+        .as_ref()
+        .map_or(0, |f| f.checkpoints_completed);
+    if completed < u64::from(settings.min_checkpoints) {
+        waiting.push(format!(
+            "{completed} of {} checkpoints",
+            settings.min_checkpoints
+        ));
+    }
+    waiting
 }

@@ -134,6 +134,7 @@ impl Planner<'_> {
                 self.actions.push(Action::StopJob {
                     color: from,
                     trigger_id: trigger_id.clone(),
+                    drain: stop.drain,
                 });
                 self.health.progressing(
                     Reason::TearingDown,
@@ -194,17 +195,35 @@ impl Planner<'_> {
         } else {
             let t = self.transition().clone();
             let trigger_id = stop_trigger_id(&t.template_hash, t.epoch, stop.attempts);
+            let drain = outgoing
+                .flink
+                .as_ref()
+                .and_then(|f| f.gates.as_ref())
+                .is_some_and(|g| g.relies_on_idleness(w));
             let now = MicroTime(self.now());
             let s = &mut self.transition().stop;
             s.trigger_id = Some(trigger_id.clone());
             s.since = Some(now);
+            s.drain = drain;
+            if drain {
+                self.note(
+                    false,
+                    "OutgoingDrained",
+                    format!("the outgoing job's watermark is not past W = {w}, only its idle inputs count it past: stopping it with drain, which fires its windows and timers so that their results t <= W are emitted"),
+                );
+            }
             self.actions.push(Action::StopJob {
                 color: from,
                 trigger_id,
+                drain,
             });
             self.health.progressing(
                 Reason::TearingDown,
-                "stopping the outgoing job with a savepoint".into(),
+                if drain {
+                    "stopping the outgoing job with a savepoint and drain".into()
+                } else {
+                    "stopping the outgoing job with a savepoint".into()
+                },
             );
         }
     }

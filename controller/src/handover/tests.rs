@@ -33,6 +33,17 @@ fn condition<'a>(plan: &'a super::Plan, type_: &str) -> (&'a str, &'a str) {
     (c.status.as_str(), c.reason.as_str())
 }
 
+/// The status, reason and message of condition `type_`.
+fn condition_message<'a>(plan: &'a super::Plan, type_: &str) -> (&'a str, &'a str, &'a str) {
+    let c = plan
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .expect("condition");
+    (c.status.as_str(), c.reason.as_str(), c.message.as_str())
+}
+
 /// Blue running with template h1 in steady state (epoch 0), the template now `hash`.
 fn steady_blue(hash: &str) -> Observed {
     let mut obs = observed();
@@ -82,6 +93,7 @@ fn handover(phase: Phase, toggle: Option<i64>) -> Observed {
             since: time("2025-12-31T00:00:00Z"),
         }),
         outgoing_restart: None,
+        outgoing_gates: std::collections::BTreeMap::new(),
     });
     if let (Phase::ClearToTeardown | Phase::TearingDown, Some(w)) = (phase, toggle) {
         // Promoted: blue's gates applied W and its watermark passed it.
@@ -426,6 +438,40 @@ fn green_running_proposes_w_after_the_outgoing_progress() {
 }
 
 #[test]
+fn an_outgoing_job_whose_inputs_are_all_idle_gets_w_at_its_progress_without_the_offset() {
+    let mut obs = with_child(
+        handover(Phase::Deploying, None),
+        Color::Green,
+        Some(running("h2", 1, 0, None, i64::MIN)),
+    );
+    // Blue passed up to 1_000; its watermark stalled at 900 with every input idle: a window
+    // ending at 1_999 is still in its state, which it cannot fire (its sources are idle).
+    blue_gates(&mut obs, 900, true);
+    let p = plan(&obs);
+    assert_eq!(
+        transition(&p).toggle,
+        Some(1_000),
+        "W at the progress: the pending window (1_999) belongs to green, which fires it"
+    );
+    assert!(
+        p.notes.iter().any(
+            |n| n.reason == "ToggleProposed" && n.message.contains("without the toggle offset")
+        ),
+        "{:?}",
+        p.notes
+    );
+    // One gate still active: the offset applies as ever.
+    let gates = obs
+        .blue
+        .as_mut()
+        .and_then(|b| b.flink.as_mut())
+        .and_then(|f| f.gates.as_mut())
+        .unwrap();
+    gates.reports[0].idle = false;
+    assert_eq!(transition(&plan(&obs)).toggle, Some(1_000 + MINUTE));
+}
+
+#[test]
 fn an_outgoing_job_without_gates_cannot_hand_over() {
     let mut obs = with_child(
         handover(Phase::Deploying, None),
@@ -473,6 +519,69 @@ fn w_is_set_only_after_every_outgoing_gate_acknowledged_it() {
         ))]
     );
     assert_eq!(transition(&p).phase, Phase::ToggleSet);
+}
+
+#[test]
+fn an_outgoing_gate_seen_earlier_in_the_handover_and_missing_now_has_not_acknowledged() {
+    let w = 70_000;
+    let mut obs = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(w)),
+            Color::Green,
+            Some(running("h2", 1, 0, None, i64::MIN)),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 1, Some(5_000), 4_000)),
+    );
+    let t = obs.status.transition.as_mut().unwrap();
+    t.incoming_ready = Some(TasksReady {
+        tasks_started_at: crate::fixtures::TASKS_STARTED_AT,
+        since: time("2025-12-31T23:59:00Z"),
+    });
+    // A second gate vertex reported earlier in this handover; Flink's metric store lacks it now.
+    t.outgoing_gates = [
+        (crate::fixtures::GATE_VERTEX.to_owned(), 1),
+        ("sink-b".to_owned(), 1),
+    ]
+    .into();
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "W is not set: {:?}", p.actions);
+    assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
+    let (_, reason, message) = condition_message(&p, "Progressing");
+    assert_eq!(reason, "GatesNotAcknowledged");
+    assert!(message.contains("1 of 1 on vertex sink-b"), "{message}");
+    // The layout is kept (the most seen per vertex), not shrunk to what reports now.
+    assert_eq!(transition(&p).outgoing_gates.get("sink-b"), Some(&1));
+    // It reports again, acknowledging W: W is set.
+    let gates = obs
+        .blue
+        .as_mut()
+        .and_then(|b| b.flink.as_mut())
+        .and_then(|f| f.gates.as_mut())
+        .unwrap();
+    gates.vertices.insert("sink-b".into(), 1);
+    let p = plan(&obs);
+    assert_eq!(transition(&p).phase, Phase::ToggleSet, "{:?}", p.actions);
+    // After promotion, the stop waits for a missing gate too: it may not be past W.
+    let mut teardown = handover(Phase::ClearToTeardown, Some(w));
+    teardown.status.active_color = Some(Color::Green);
+    teardown.action = Some(ManualAction::Teardown);
+    teardown.status.transition.as_mut().unwrap().outgoing_gates = [
+        (crate::fixtures::GATE_VERTEX.to_owned(), 1),
+        ("sink-b".to_owned(), 1),
+    ]
+    .into();
+    let p = plan(&teardown);
+    assert!(
+        !p.actions
+            .iter()
+            .any(|a| matches!(a, Action::StopJob { .. })),
+        "{:?}",
+        p.actions
+    );
+    let (_, reason, message) = condition_message(&p, "Progressing");
+    assert_eq!(reason, "OutgoingNotReady");
+    assert!(message.contains("sink-b"), "{message}");
 }
 
 #[test]
@@ -804,6 +913,33 @@ fn a_template_change_after_w_is_set_updates_green_in_place() {
     );
     assert_eq!(transition(&p).template_hash, "h3");
     assert_eq!(transition(&p).phase, Phase::ToggleSet);
+    // The operator has not applied the update yet: green runs, past W, but it is the job of h2;
+    // promotion waits, or a failing update would be found only after the handover.
+    let w = 70_000;
+    let mut next = with_child(
+        with_child(
+            handover(Phase::ToggleSet, Some(w)),
+            Color::Green,
+            Some(running("h3", 1, 2, Some(72_000), 70_001)),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 2, Some(70_000), 71_000)),
+    );
+    next.template_hash = "h3".into();
+    next.status = p.status.clone();
+    next.green.as_mut().unwrap().upgrading = true;
+    let p = plan(&next);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    let (_, reason, message) = condition_message(&p, "Progressing");
+    assert_eq!(reason, "ToggleSet");
+    assert!(message.contains("updated template"), "{message}");
+    // Applied: promoted.
+    next.green.as_mut().unwrap().upgrading = false;
+    assert_eq!(
+        transition(&plan(&next)).phase,
+        Phase::ClearToTeardown,
+        "promoted once the update is applied"
+    );
 }
 
 #[test]
@@ -863,7 +999,8 @@ fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
         p.actions,
         vec![Action::StopJob {
             color: Color::Blue,
-            trigger_id: trigger.clone()
+            trigger_id: trigger.clone(),
+            drain: false,
         }]
     );
     assert_eq!(transition(&p).phase, Phase::TearingDown);
@@ -948,8 +1085,85 @@ fn manual_teardown_skips_the_deletion_delay() {
     let p = plan(&obs);
     assert!(p.actions.contains(&Action::StopJob {
         color: Color::Blue,
-        trigger_id: super::stop_trigger_id("h2", 1, 0)
+        trigger_id: super::stop_trigger_id("h2", 1, 0),
+        drain: false,
     }));
+}
+
+/// Sets the watermark and idleness of every gate of blue.
+fn blue_gates(obs: &mut Observed, watermark: i64, idle: bool) {
+    let gates = obs
+        .blue
+        .as_mut()
+        .and_then(|b| b.flink.as_mut())
+        .and_then(|f| f.gates.as_mut())
+        .expect("blue has gates");
+    for r in &mut gates.reports {
+        r.watermark = Some(watermark);
+        r.idle = idle;
+    }
+}
+
+#[test]
+fn an_outgoing_job_past_w_only_by_idle_inputs_is_stopped_with_drain() {
+    let mut obs = handover(Phase::ClearToTeardown, Some(70_000));
+    obs.status.active_color = Some(Color::Green);
+    obs.action = Some(ManualAction::Teardown);
+    // Every input idle, the watermark below W: windows and timers up to W are still in state.
+    blue_gates(&mut obs, 60_000, true);
+    let p = plan(&obs);
+    let stop = Action::StopJob {
+        color: Color::Blue,
+        trigger_id: super::stop_trigger_id("h2", 1, 0),
+        drain: true,
+    };
+    assert!(p.actions.contains(&stop), "{:?}", p.actions);
+    assert!(
+        transition(&p).stop.drain,
+        "the drain is recorded with the trigger"
+    );
+    assert!(p.notes.iter().any(|n| n.reason == "OutgoingDrained"));
+    // Resent after a crash: the same trigger, drained again, whatever the gates say now.
+    let mut resend = tearing_down(
+        OutgoingStop {
+            drain: true,
+            ..stop_sent(0, "2026-01-01T00:00:00Z")
+        },
+        Some(SavepointObs::Unknown),
+    );
+    blue_gates(&mut resend, 60_000, true);
+    assert_eq!(plan(&resend).actions, vec![stop]);
+    // Idle but with the watermark past W: everything up to W has fired; no drain.
+    let mut past = handover(Phase::ClearToTeardown, Some(70_000));
+    past.status.active_color = Some(Color::Green);
+    past.action = Some(ManualAction::Teardown);
+    blue_gates(&mut past, 70_001, true);
+    let p = plan(&past);
+    assert!(
+        p.actions
+            .iter()
+            .any(|a| matches!(a, Action::StopJob { drain: false, .. })),
+        "{:?}",
+        p.actions
+    );
+    // One gate idle below W, the other past it: being past rests on idleness; drained.
+    let mut mixed = past.clone();
+    if let Some(g) = mixed
+        .blue
+        .as_mut()
+        .and_then(|b| b.flink.as_mut())
+        .and_then(|f| f.gates.as_mut())
+    {
+        g.reports[0].watermark = Some(60_000);
+    }
+    let p = plan(&mixed);
+    assert!(
+        p.actions
+            .iter()
+            .any(|a| matches!(a, Action::StopJob { drain: true, .. })),
+        "{:?}",
+        p.actions
+    );
 }
 
 /// Blue after a stop-with-savepoint: FINISHED, its REST API answering for the stop only.
@@ -1023,7 +1237,8 @@ fn a_stop_whose_request_never_arrived_is_resent_under_the_same_trigger() {
         p.actions,
         vec![Action::StopJob {
             color: Color::Blue,
-            trigger_id: super::stop_trigger_id("h2", 1, 0)
+            trigger_id: super::stop_trigger_id("h2", 1, 0),
+            drain: false,
         }]
     );
     assert_eq!(transition(&p).stop.attempts, 0);
@@ -1057,7 +1272,8 @@ fn a_failed_stop_is_retried_with_backoff_then_the_job_is_kept_and_degraded() {
         p.actions,
         vec![Action::StopJob {
             color: Color::Blue,
-            trigger_id: super::stop_trigger_id("h2", 1, 1)
+            trigger_id: super::stop_trigger_id("h2", 1, 1),
+            drain: false,
         }]
     );
     // The last attempt (3) times out: Degraded, the job is kept, nothing is deleted.
@@ -1238,6 +1454,7 @@ fn a_restarted_outgoing_job_is_stopped_only_after_min_ready_past_w() {
     // Still below W after minReady (the replay has not reached it): not stopped.
     obs.blue.as_mut().unwrap().flink.as_mut().unwrap().gates = Some(crate::observed::GateObs {
         reports: vec![crate::fixtures::report(1, 2, Some(60_000), 65_000)],
+        vertices: [(crate::fixtures::GATE_VERTEX.to_owned(), 1)].into(),
     });
     let below = plan(&at(obs, "2026-01-01T00:00:11Z"));
     assert!(below.actions.is_empty(), "{:?}", below.actions);
@@ -1422,6 +1639,7 @@ fn an_abort_keeps_the_floor() {
         incoming_ready: None,
         outgoing_ready: None,
         outgoing_restart: None,
+        outgoing_gates: std::collections::BTreeMap::new(),
     });
     obs.status.epoch = 2;
     obs.configmap = ConfigMapObs::Valid(CoordinationState {
@@ -2208,6 +2426,7 @@ mod deleting_during_a_handover {
             Action::StopJob {
                 color,
                 trigger_id: final_savepoint_trigger_id("uid-1"),
+                drain: false,
             },
             Action::AwaitFinalSavepoint,
         ]

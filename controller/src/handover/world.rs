@@ -418,6 +418,7 @@ impl World {
             error: job.failed.then(|| "injected failure".into()),
             spec_job_state: Some(crate::observed::JobState::Running),
             restart_nonce: job.restart_nonce,
+            upgrading: false,
             flink: if job.failed {
                 // An ended job's REST API still names its latest checkpoint.
                 Some(FlinkObs {
@@ -440,6 +441,7 @@ impl World {
                             Some((until, report)) if now < *until => report.clone(),
                             _ => job.report(),
                         }],
+                        vertices: [("gate".to_owned(), 1)].into(),
                     }),
                     tasks_started_at: Some(job.tasks_started_at),
                 })
@@ -646,20 +648,11 @@ impl World {
                     job.deleting = true;
                 }
             }
-            Action::StopJob { color, trigger_id } => {
-                let cm = self.configmap.expect("ConfigMap");
-                assert_eq!(
-                    cm.stage,
-                    Stage::ClearToTeardown,
-                    "the outgoing job is stopped only after promotion"
-                );
-                let steps = self.dice.below(4);
-                let job = self.jobs.get_mut(color).expect("stop of a running job");
-                assert!(job.running(), "only a running job is stopped");
-                if job.stop.as_ref().is_none_or(|(id, _)| id != trigger_id) {
-                    job.stop = Some((trigger_id.clone(), steps));
-                }
-            }
+            Action::StopJob {
+                color,
+                trigger_id,
+                drain,
+            } => self.stop_job(*color, trigger_id, *drain),
             Action::TriggerSavepoint(color) => {
                 let steps = self.dice.below(4);
                 let job = self
@@ -681,6 +674,26 @@ impl World {
             Action::Orphan(_) | Action::DeleteConfigMap | Action::AwaitFinalSavepoint => {
                 panic!("{action:?} is planned only on deletion")
             }
+        }
+    }
+
+    /// The stop-with-savepoint of the outgoing job, after promotion; a resend is a no-op.
+    fn stop_job(&mut self, color: Color, trigger_id: &str, drain: bool) {
+        assert!(
+            !drain,
+            "a job whose gates are never idle is stopped without drain"
+        );
+        let cm = self.configmap.expect("ConfigMap");
+        assert_eq!(
+            cm.stage,
+            Stage::ClearToTeardown,
+            "the outgoing job is stopped only after promotion"
+        );
+        let steps = self.dice.below(4);
+        let job = self.jobs.get_mut(&color).expect("stop of a running job");
+        assert!(job.running(), "only a running job is stopped");
+        if job.stop.as_ref().is_none_or(|(id, _)| id != trigger_id) {
+            job.stop = Some((trigger_id.to_owned(), steps));
         }
     }
 

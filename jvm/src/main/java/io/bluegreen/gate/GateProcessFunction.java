@@ -83,6 +83,8 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
     public static final Duration DEFAULT_HOLD_TIMEOUT = Duration.ofMinutes(10);
     public static final int DEFAULT_HOLD_MAX_RECORDS = 100_000;
     public static final long DEFAULT_HOLD_MAX_BYTES = 64L << 20;
+    /** Default of {@link #withSinkIdleness}. */
+    public static final Duration DEFAULT_SINK_IDLENESS = Duration.ofSeconds(30);
 
     /** How often an idle gate publishes a newly received state as applied (processing time). */
     static final long IDLE_APPLY_INTERVAL_MS = 50;
@@ -107,6 +109,7 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
     private long holdTimeoutNanos = DEFAULT_HOLD_TIMEOUT.toNanos();
     private int holdMaxRecords = DEFAULT_HOLD_MAX_RECORDS;
     private long holdMaxBytes = DEFAULT_HOLD_MAX_BYTES;
+    private long sinkIdlenessNanos = DEFAULT_SINK_IDLENESS.toNanos();
     private boolean failOnMissingTimestamp = true;
     private long missingTimestampAs;
 
@@ -171,6 +174,24 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
         return this;
     }
 
+    /**
+     * Inside a sink ({@link GatedSink}), how long a gate subtask must see no record and no
+     * watermark advance before it reports its input idle (default 30 s; {@link Duration#ZERO}:
+     * never). Flink does not tell a sink writer that its inputs are idle, so without this a handover
+     * whose inputs all go quiet waits until records return. Like a source's
+     * {@code WatermarkStrategy.withIdleness}, it assumes that a quiet input brings no record at or
+     * below W later; when every gate is idle, the controller proposes W at the outgoing progress,
+     * leaving what windows and timers hold to the incoming job (docs/controller.md). The gate
+     * operator ({@link GateSinkWrapper#gate}) learns of idleness from Flink and does not use this.
+     */
+    public GateProcessFunction<T> withSinkIdleness(Duration idleness) {
+        if (idleness.isNegative()) {
+            throw new IllegalArgumentException("sink idleness must not be negative: " + idleness);
+        }
+        this.sinkIdlenessNanos = idleness.toNanos();
+        return this;
+    }
+
     /** Records without an event time fail the task (the default). */
     public GateProcessFunction<T> failOnMissingTimestamp() {
         this.failOnMissingTimestamp = true;
@@ -194,6 +215,15 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
 
     long holdTimeoutNanos() {
         return holdTimeoutNanos;
+    }
+
+    long sinkIdlenessNanos() {
+        return sinkIdlenessNanos;
+    }
+
+    /** Records dropped so far by this subtask (late or not). */
+    long droppedCount() {
+        return dropped.getCount() + droppedLate.getCount();
     }
 
     int holdMaxRecords() {

@@ -48,9 +48,10 @@ import org.slf4j.LoggerFactory;
  * which Flink splits (not unions) across subtasks on a rescale: every entry still reaches some
  * subtask, so the maximum over the job's gates is kept, but not every subtask learns it; (2) Flink
  * does not tell a sink writer when its inputs are idle ({@code WatermarkStatus} stops at the sink
- * operator), so the report line always says {@code idle=false}: a sink subtask whose inputs are
- * all idle during a handover keeps the handover waiting until records arrive. Use the operator
- * ({@link GateSinkWrapper#gate}) where that can happen (docs/jvm.md).
+ * operator), so the writer reports its input idle only after it has seen no record and no
+ * watermark advance for {@link GateProcessFunction#withSinkIdleness} (30 s by default): a handover
+ * whose inputs all go quiet waits that long, where the operator ({@link GateSinkWrapper#gate})
+ * learns of idleness from Flink at once (docs/jvm.md).
  *
  * <p>Writer state: the wrapped writer's state entries (kind 0, with the wrapped serializer's version),
  * one entry with the maximum passed event time (kind 1) and one per held record (kind 2), under
@@ -334,6 +335,12 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
         private long writtenWatermark = Long.MIN_VALUE;
         private boolean backpressureLogged;
         private boolean closed;
+        /** Records decided and the input watermark at the last tick that saw them change, and when. */
+        private long activitySeen = -1;
+        private long watermarkSeen = Long.MIN_VALUE;
+        private long activeAtNanos = System.nanoTime();
+        /** Whether the report line says idle: quiet for the sink idleness ({@link #checkQuiet}). */
+        private boolean quiet;
 
         GatedWriter(WriterInitContext context, GateProcessFunction<T> fn, SinkWriter<T> inner, Collection<State> restored)
                 throws IOException {
@@ -578,8 +585,33 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
         @Override
         public void writeWatermark(Watermark watermark) throws IOException, InterruptedException {
             inputWatermark = watermark.getTimestamp();
+            quiet = false;
             fn.observeInput(inputWatermark, false);
             writeWatermarkIfAdvanced();
+        }
+
+        /**
+         * On every tick: reports the input idle once no record was decided, none is held and the
+         * watermark did not advance for the sink idleness, and active again with the next record
+         * (within a tick) or watermark. Kept out of {@link #write}: the fast path stays one comparison.
+         */
+        private void checkQuiet() {
+            long activity = passedCount + fn.droppedCount();
+            long nowNanos = System.nanoTime();
+            if (activity != activitySeen || inputWatermark != watermarkSeen || holding) {
+                activitySeen = activity;
+                watermarkSeen = inputWatermark;
+                activeAtNanos = nowNanos;
+                if (quiet) {
+                    quiet = false;
+                    fn.observeInput(inputWatermark, false);
+                }
+            } else if (!quiet && fn.sinkIdlenessNanos() > 0 && nowNanos - activeAtNanos >= fn.sinkIdlenessNanos()) {
+                quiet = true;
+                fn.observeInput(inputWatermark, true);
+                LOG.info("bluegreen gate in the sink ({}): no record and no watermark advance for {} ms; reporting the input idle",
+                        fn.color(), fn.sinkIdlenessNanos() / 1_000_000L);
+            }
         }
 
         /** Writes {@code min(input watermark, lowest held timestamp - 1)} to the wrapped writer if it advanced. */
@@ -606,6 +638,7 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
                 stateChanged(s);
             }
             fn.raiseMaxPassed(maxPassed); // the metric and report line lag by at most one tick
+            checkQuiet();
             HoldBuffer.Held oldest = held.oldest();
             if (oldest != null) {
                 long heldMs = System.currentTimeMillis() - oldest.sinceMs;

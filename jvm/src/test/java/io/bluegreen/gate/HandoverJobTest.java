@@ -396,13 +396,19 @@ final class HandoverJobTest {
     @Test
     @DisplayName("handover job: the report line shows the input watermark, and idle=true once every input of the gate is idle")
     void reportLineShowsInputWatermarkIdleTrue() throws Exception {
-        idleReport(HandoverJob.Stage.GATE);
+        idleReport(HandoverJob.Stage.GATE, null);
     }
 
     @Test
-    @DisplayName("handover job (gate in the sink): the report line shows the input watermark; idle stays false (a sink writer is not told)")
+    @DisplayName("handover job (gate in the sink): the report line shows the input watermark; idle stays false within the sink idleness (a sink writer is not told)")
     void reportLineShowsInputWatermarkIdleStays() throws Exception {
-        idleReport(HandoverJob.Stage.GATE_IN_SINK);
+        idleReport(HandoverJob.Stage.GATE_IN_SINK, null);
+    }
+
+    @Test
+    @DisplayName("handover job (gate in the sink): idle=true once the input was quiet for withSinkIdleness, and the gate counts as past a later W")
+    void sinkGateReportsIdleAfterSinkIdleness() throws Exception {
+        idleReport(HandoverJob.Stage.GATE_IN_SINK, Duration.ofMillis(1_000));
     }
 
     /** Both placements of the gate, with the suffix their tests' names carry. */
@@ -453,7 +459,8 @@ final class HandoverJobTest {
         missingTimestamps(stage);
     }
 
-    static void idleReport(HandoverJob.Stage stage) throws Exception {
+    /** {@code sinkIdleness}: the gate's {@link GateProcessFunction#withSinkIdleness}, null for the default (30 s). */
+    static void idleReport(HandoverJob.Stage stage, Duration sinkIdleness) throws Exception {
         String run = "idle-" + SEQ.incrementAndGet();
         LocalFlink flink = LocalFlink.shared();
         ManualStateSource.channel(run).publish(st(0, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, BLUE));
@@ -466,14 +473,18 @@ final class HandoverJobTest {
                         .<Long>forMonotonousTimestamps()
                         .withTimestampAssigner((id, ts) -> HandoverJob.eventTime(id))
                         .withIdleness(Duration.ofMillis(200)));
-        gatedSink(ids, new GateProcessFunction<Long>(BLUE, new ManualStateSource(run)), null, stage);
+        GateProcessFunction<Long> gate = new GateProcessFunction<Long>(BLUE, new ManualStateSource(run));
+        if (sinkIdleness != null) {
+            gate.withSinkIdleness(sinkIdleness);
+        }
+        gatedSink(ids, gate, null, stage);
         JobID job = flink.submit(env, run);
         try {
             String v = gateVertex(flink, job);
             GateReport[] last = new GateReport[1];
-            if (stage == HandoverJob.Stage.GATE_IN_SINK) {
+            if (stage == HandoverJob.Stage.GATE_IN_SINK && sinkIdleness == null) {
                 // Flink passes no WatermarkStatus to a sink writer: the gate in the sink reports the
-                // last watermark it was given and idle=false, however long the input is idle.
+                // last watermark it was given and idle=false until the sink idleness (30 s) passed.
                 waitFor(() -> {
                     List<String> lines = flink.subtaskMetric(job, v, 1, GateProcessFunction.METRIC_APPLIED_STATE);
                     if (lines == null) {
@@ -485,7 +496,7 @@ final class HandoverJobTest {
                 Thread.sleep(1_500); // the input has been idle for over a second (idleness after 200 ms)
                 GateReport r = GateReport.parse(flink.subtaskMetric(job, v, 1, GateProcessFunction.METRIC_APPLIED_STATE).get(0));
                 assertTrue(r.watermark > HandoverJob.BASE && r.watermark < HandoverJob.eventTime(1_000), "the last input watermark: " + r);
-                assertTrue(!r.idle, "a sink writer is not told of idleness: " + r);
+                assertTrue(!r.idle, "a sink writer is not told of idleness, and 30 s have not passed: " + r);
                 assertTrue(!r.past(HandoverJob.eventTime(500_000)), "so it does not count as past a later W: " + r);
                 System.out.println("     " + r.line());
                 return;

@@ -28,6 +28,10 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.filesystem.bucketassigners.BasePathBucketAssigner;
+import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
+import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
+import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
+import org.apache.flink.util.Collector;
 
 /**
  * The example job of the end-to-end tests and the demo: a deterministic, paced, replayable source
@@ -41,10 +45,16 @@ public final class ExampleJob {
             "usage: ExampleJob --output DIR [--key value ...]",
             "  --output DIR                 where the FileSink commits its part files (required)",
             "  --version v1|v2              v2 writes value = 2 * count instead of count (default v1)",
-            "  --topology keyed|chained|two-sinks   (default keyed)",
+            "  --topology keyed|chained|two-sinks|windowed   (default keyed)",
             "        keyed:     source -> keyBy -> running count -> gate -> sink",
             "        chained:   source -> map -> gate -> sink in one chained vertex, count written as 0",
-            "        two-sinks: keyed, then two gated FileSinks under DIR/a and DIR/b",
+            "        two-sinks: keyed, then two gated FileSinks under DIR/a and DIR/b (in one vertex)",
+            "  --skew-b-ms N                two-sinks: branch b's event times (and watermarks) N ms ahead of a's (default 0)",
+            "        windowed:  keyed, then 1 s tumbling event-time windows per key that emit their records",
+            "                   when they fire, with eventTime = the window's end - 1 ms (what the gate decides by)",
+            "  --placement operator|sink    the gate as an operator before the sink (BlueGreenSinks.sinkTo) or inside",
+            "        the sink's writer (BlueGreenSinks.gated); keyed, chained and windowed only (default operator)",
+            "  --sink-idleness-ms N         with --placement sink: GateProcessFunction.withSinkIdleness (default: the library's)",
             "  --seed N                     (default 1)",
             "  --splits N                   (default 4)",
             "  --rate N                     records/s per split (default 100)",
@@ -53,7 +63,7 @@ public final class ExampleJob {
             "  --catch-up-rate N            records/s per reader while behind the schedule, 0: full speed (default 0)",
             "  --keys-per-split N           (default 16)",
             "  --jitter-ms N                event time = schedule +- jitter (default 3000); watermark bound 2 * jitter",
-            "  --idle-split N               split idle in each cycle, -1: none (default 1)",
+            "  --idle-split N|all           split idle in each cycle, -1: none, all: every split (default 1)",
             "  --idle-active-ms N           active part of each cycle (default 20000)",
             "  --idle-cycle-ms N            (default 40000)",
             "  --idleness-ms N              WatermarkStrategy.withIdleness (default 5000)",
@@ -73,7 +83,7 @@ public final class ExampleJob {
     private static final Set<String> KNOWN = Set.of("output", "version", "topology", "seed", "splits", "rate", "t0",
             "records-per-split", "catch-up-rate", "keys-per-split", "jitter-ms", "idle-split", "idle-active-ms", "idle-cycle-ms",
             "idleness-ms", "checkpoint-interval-ms", "parallelism", "color", "state-source", "w", "handover-to", "rolling",
-            "fail-trigger");
+            "fail-trigger", "placement", "sink-idleness-ms", "skew-b-ms");
 
     private ExampleJob() {}
 
@@ -120,7 +130,7 @@ public final class ExampleJob {
         }
         long t0 = args.containsKey("t0") ? longArg(args, "t0", 0) : System.currentTimeMillis() / 1000 * 1000;
         Records records = new Records(longArg(args, "seed", 1), intArg(args, "keys-per-split", 16),
-                longArg(args, "rate", 100), t0, longArg(args, "jitter-ms", 3000), intArg(args, "idle-split", 1),
+                longArg(args, "rate", 100), t0, longArg(args, "jitter-ms", 3000), idleSplit(args),
                 longArg(args, "idle-active-ms", 20000), longArg(args, "idle-cycle-ms", 40000));
         ExampleSource source = new ExampleSource(records, intArg(args, "splits", 4),
                 longArg(args, "records-per-split", 0), longArg(args, "catch-up-rate", 0));
@@ -134,32 +144,117 @@ public final class ExampleJob {
         String c = color.name();
         String rolling = args.getOrDefault("rolling", "on-checkpoint");
         String failTrigger = args.get("fail-trigger");
+        String placement = args.getOrDefault("placement", "operator");
+        if (!placement.equals("operator") && !placement.equals("sink")) {
+            throw new IllegalArgumentException("--placement must be operator or sink, got '" + placement + "'");
+        }
+        GateProcessFunction<String> gate = new GateProcessFunction<>(color, states);
+        if (args.containsKey("sink-idleness-ms")) {
+            gate = gate.withSinkIdleness(Duration.ofMillis(longArg(args, "sink-idleness-ms", 0)));
+        }
         switch (topology) {
             case "keyed": {
                 DataStream<String> lines = counted(events).map(new ToLine(c, version, failTrigger)).uid("to-line").name("to-line");
-                BlueGreenSinks.sinkTo(lines, new GateProcessFunction<>(color, states), fileSink(output, color, rolling), "file-sink");
+                sink(lines, gate, fileSink(output, color, rolling), placement);
                 break;
             }
             case "chained": {
                 DataStream<String> lines = events.map(new ToLine(c, version, failTrigger)).uid("to-line-chained").name("to-line");
-                BlueGreenSinks.sinkTo(lines, new GateProcessFunction<>(color, states), fileSink(output, color, rolling), "file-sink");
+                sink(lines, gate, fileSink(output, color, rolling), placement);
+                break;
+            }
+            case "windowed": {
+                DataStream<String> lines = windowed(counted(events)).map(new ToLine(c, version, failTrigger))
+                        .uid("to-line").name("to-line");
+                sink(lines, gate, fileSink(output, color, rolling), placement);
                 break;
             }
             case "two-sinks": {
-                DataStream<String> lines = counted(events).map(new ToLine(c, version, failTrigger)).uid("to-line").name("to-line");
-                BlueGreenSinks.sinkTo(lines, new GateProcessFunction<>(color, states),
-                        fileSink(new Path(output, "a"), color, rolling), "file-sink-a");
+                if (placement.equals("sink")) {
+                    throw new IllegalArgumentException("--topology two-sinks places its gates as operators: drop --placement sink");
+                }
+                DataStream<Event> counted = counted(events);
+                DataStream<String> lines = counted.map(new ToLine(c, version, failTrigger)).uid("to-line").name("to-line");
+                BlueGreenSinks.sinkTo(lines, gate, fileSink(new Path(output, "a"), color, rolling), "file-sink-a");
+                long skew = longArg(args, "skew-b-ms", 0);
+                DataStream<String> linesB = skew == 0 ? lines : counted.map(new Skew(skew)).uid("skew-b").name("skew-b")
+                        .assignTimestampsAndWatermarks(watermarks).uid("skew-b-time").name("skew-b-time")
+                        .map(new ToLine(c, version, null)).uid("to-line-b").name("to-line-b");
                 // The second gate needs its own uid: Flink refuses two operators with one uid.
-                SingleOutputStreamOperator<String> gatedB = GateSinkWrapper.gate(lines,
+                SingleOutputStreamOperator<String> gatedB = GateSinkWrapper.gate(linesB,
                         new GateProcessFunction<>(color, states), GateSinkWrapper.UID + "-b");
                 gatedB.sinkTo(ColorIsolatedSink.wrap(fileSink(new Path(output, "b"), color, rolling), color))
                         .uid("file-sink-b").name("file-sink-b").setParallelism(gatedB.getParallelism());
                 break;
             }
             default:
-                throw new IllegalArgumentException("--topology must be keyed, chained or two-sinks, got '" + topology + "'");
+                throw new IllegalArgumentException(
+                        "--topology must be keyed, chained, two-sinks or windowed, got '" + topology + "'");
         }
         return "bluegreen-example " + topology + " " + version + " " + c;
+    }
+
+    /** The gate as an operator before {@code sink}, or inside its writer. */
+    private static void sink(DataStream<String> lines, GateProcessFunction<String> gate, FileSink<String> sink, String placement) {
+        if (placement.equals("sink")) {
+            lines.sinkTo(BlueGreenSinks.gated(sink, gate)).uid("file-sink").name("file-sink");
+        } else {
+            BlueGreenSinks.sinkTo(lines, gate, sink, "file-sink");
+        }
+    }
+
+    /**
+     * 1 s tumbling event-time windows per key that emit their records, in arrival order, when they
+     * fire: an on-time result that exists only in window state until the watermark passes the
+     * window's end, which is what a handover must not lose.
+     */
+    private static DataStream<Event> windowed(DataStream<Event> counted) {
+        return counted.keyBy(e -> e.key, Types.LONG)
+                .window(TumblingEventTimeWindows.of(Duration.ofSeconds(1)))
+                .process(new EmitWindow()).uid("window").name("window");
+    }
+
+    /** Emits copies of a window's records with the window's end - 1 ms as their event time (their timestamp already is). */
+    static final class EmitWindow extends ProcessWindowFunction<Event, Event, Long, TimeWindow> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public void process(Long key, Context ctx, Iterable<Event> records, Collector<Event> out) {
+            for (Event e : records) {
+                Event fired = new Event();
+                fired.split = e.split;
+                fired.offset = e.offset;
+                fired.eventTime = ctx.window().maxTimestamp();
+                fired.key = e.key;
+                fired.count = e.count;
+                out.collect(fired);
+            }
+        }
+    }
+
+    /** A copy of the record with its event time {@code skewMs} later: a branch that runs ahead. */
+    static final class Skew implements MapFunction<Event, Event> {
+        private static final long serialVersionUID = 1L;
+        private final long skewMs;
+
+        Skew(long skewMs) {
+            this.skewMs = skewMs;
+        }
+
+        @Override
+        public Event map(Event e) {
+            Event ahead = new Event();
+            ahead.split = e.split;
+            ahead.offset = e.offset;
+            ahead.eventTime = e.eventTime + skewMs;
+            ahead.key = e.key;
+            ahead.count = e.count;
+            return ahead;
+        }
+    }
+
+    private static int idleSplit(Map<String, String> args) {
+        return "all".equals(args.get("idle-split")) ? Records.ALL_SPLITS : intArg(args, "idle-split", 1);
     }
 
     private static DataStream<Event> counted(DataStream<Event> events) {

@@ -9,8 +9,9 @@ import java.io.Serializable;
  * <ul>
  *   <li>key {@code s * keysPerSplit + o % keysPerSplit} (split-local), so the running count of
  *       the key after record (s, o) is {@code o / keysPerSplit + 1};
- *   <li>schedule (earliest wall-clock emission) {@code t0 + o * period}; the idle split is
- *       scheduled only in the first {@code idleActiveMs} of every {@code idleCycleMs};
+ *   <li>schedule (earliest wall-clock emission) {@code t0 + o * period}; the idle split (or every
+ *       split, with {@link #ALL_SPLITS}) is scheduled only in the first {@code idleActiveMs} of every
+ *       {@code idleCycleMs};
  *   <li>event time = schedule + a jitter in {@code [-jitterMs, jitterMs]} (hash of seed, s, o).
  *       Within a split the event times are therefore at most {@code 2 * jitterMs} out of order,
  *       which is the watermark bound the job uses: no record is late.
@@ -18,6 +19,9 @@ import java.io.Serializable;
  */
 public final class Records implements Serializable {
     private static final long serialVersionUID = 1L;
+
+    /** {@code idleSplit} for "every split idles at once": the whole input goes quiet. */
+    static final int ALL_SPLITS = -2;
 
     private final long seed;
     private final int keysPerSplit;
@@ -39,7 +43,7 @@ public final class Records implements Serializable {
         if (jitterMs < 0) {
             throw new IllegalArgumentException("--jitter-ms must be >= 0, got " + jitterMs);
         }
-        if (idleSplit >= 0 && (idleActiveMs < 1 || idleCycleMs <= idleActiveMs)) {
+        if ((idleSplit >= 0 || idleSplit == ALL_SPLITS) && (idleActiveMs < 1 || idleCycleMs <= idleActiveMs)) {
             throw new IllegalArgumentException("the idle split needs 0 < --idle-active-ms < --idle-cycle-ms, got "
                     + idleActiveMs + " and " + idleCycleMs);
         }
@@ -55,7 +59,7 @@ public final class Records implements Serializable {
 
     /** The earliest wall-clock time (epoch ms) at which (s, o) may be emitted. */
     long schedule(int split, long offset) {
-        if (split == idleSplit) {
+        if (split == idleSplit || idleSplit == ALL_SPLITS) {
             long perWindow = Math.max(1, idleActiveMs * 1000 / periodMicros);
             return t0 + (offset / perWindow) * idleCycleMs + (offset % perWindow) * periodMicros / 1000;
         }

@@ -37,8 +37,9 @@ public final class BlueGreenSinks {
      * {@code sink} isolated for the gate's color ({@link ColorIsolatedSink#wrap}) with the gate inside
      * its writer ({@link GatedSink#wrap}): no extra operator. Use it as any sink,
      * {@code stream.sinkTo(BlueGreenSinks.gated(sink, gate)).uid("orders-sink")}, with the same uid in
-     * both colors. Not for a sink whose subtasks' inputs can all be idle during a handover (a sink
-     * writer does not learn of idleness; see {@link GatedSink}): use {@link #sinkTo} there.
+     * both colors. A sink writer does not learn of idleness from Flink: when every input goes quiet
+     * during a handover, the handover waits {@link GateProcessFunction#withSinkIdleness} (30 s by
+     * default) before the gate reports the input idle; {@link #sinkTo} learns of it at once.
      *
      * @throws IllegalArgumentException when the sink cannot be made safe for a handover (see
      *     {@link ColorIsolatedSink#wrap}) or adds its own operators (see {@link GatedSink#wrap})
