@@ -32,7 +32,7 @@ use crate::verdict::{Verdict, exit, judge};
 /// Inspect and operate FlinkBlueGreenDeployments.
 ///
 /// Exit codes: 0 success (status: healthy), 1 error, 2 bad usage, 3 degraded,
-/// 4 handover aborted, 5 timeout.
+/// 4 handover aborted, 5 timeout, 6 suspended.
 #[derive(Debug, Parser)]
 #[command(name = "kubectl-bluegreen", bin_name = "kubectl bluegreen", version)]
 struct Cli {
@@ -76,7 +76,7 @@ enum Command {
         output: Option<Format>,
     },
     /// Wait until healthy (exit 0); exit 3 when degraded, 4 when the handover is aborted,
-    /// 5 on timeout.
+    /// 5 on timeout, 6 when the job is suspended.
     Status {
         /// The FlinkBlueGreenDeployment.
         name: String,
@@ -307,6 +307,7 @@ async fn wait_status(
         Verdict::Degraded(m) => println!("{ns}/{name}: degraded: {m}"),
         Verdict::Aborted(m) => println!("{ns}/{name}: handover aborted: {m}"),
         Verdict::Waiting(m) => println!("{ns}/{name}: not healthy: {m}"),
+        Verdict::Suspended(m) => println!("{ns}/{name}: suspended: {m}"),
     }
     Ok(verdict.exit_code())
 }

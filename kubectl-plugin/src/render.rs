@@ -159,11 +159,15 @@ pub fn tree(s: &Snapshot) -> String {
     for (k, v) in &d.unknown_status {
         let _ = writeln!(out, "{:<12}{}", format!("{k}:"), scalar(v));
     }
-    let verdict = match judge(d) {
+    let judged = judge(d);
+    let verdict = match &judged {
         Verdict::Healthy => "Healthy".to_owned(),
-        Verdict::Waiting(m) => format!("Progressing ({m})"),
-        Verdict::Degraded(m) => format!("Degraded ({m})"),
-        Verdict::Aborted(m) => format!("Aborted ({m})"),
+        Verdict::Waiting(m)
+        | Verdict::Degraded(m)
+        | Verdict::Aborted(m)
+        | Verdict::Suspended(m) => {
+            format!("{} ({m})", judged.name())
+        }
     };
     let _ = writeln!(out, "Verdict:    {verdict}");
     let _ = writeln!(out);
@@ -241,12 +245,7 @@ pub fn list(items: &[Deployment], all_namespaces: bool) -> String {
     let mut rows = vec![header.into_iter().map(String::from).collect::<Vec<_>>()];
     for d in items {
         let st = d.status.as_ref().ok();
-        let verdict = match judge(d) {
-            Verdict::Healthy => "Healthy",
-            Verdict::Waiting(_) => "Progressing",
-            Verdict::Degraded(_) => "Degraded",
-            Verdict::Aborted(_) => "Aborted",
-        };
+        let verdict = judge(d).name();
         let mut row = vec![
             d.name.clone(),
             or_dash(st.and_then(|s| s.active_color)),

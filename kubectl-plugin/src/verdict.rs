@@ -18,6 +18,8 @@ pub mod exit {
     pub const ABORTED: u8 = 4;
     /// `--timeout` passed before the resource became healthy.
     pub const TIMEOUT: u8 = 5;
+    /// The job is suspended on purpose (`job.state: suspended`): nothing runs.
+    pub const SUSPENDED: u8 = 6;
 }
 
 /// The conclusion of one read.
@@ -31,9 +33,22 @@ pub enum Verdict {
     Degraded(String),
     /// The handover was aborted: its reason.
     Aborted(String),
+    /// The job is suspended (`Ready` is `False` with reason `Suspended`): its message.
+    Suspended(String),
 }
 
 impl Verdict {
+    /// Its name in the `get` and `list` views.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Healthy => "Healthy",
+            Self::Waiting(_) => "Progressing",
+            Self::Degraded(_) => "Degraded",
+            Self::Aborted(_) => "Aborted",
+            Self::Suspended(_) => "Suspended",
+        }
+    }
+
     /// The exit code when `status` stops on this verdict.
     pub fn exit_code(&self) -> u8 {
         match self {
@@ -41,6 +56,7 @@ impl Verdict {
             Self::Waiting(_) => exit::TIMEOUT,
             Self::Degraded(_) => exit::DEGRADED,
             Self::Aborted(_) => exit::ABORTED,
+            Self::Suspended(_) => exit::SUSPENDED,
         }
     }
 
@@ -109,6 +125,7 @@ pub fn judge(d: &Deployment) -> Verdict {
     }
     match condition(d, "Ready") {
         Some(c) if c.status == "True" => Verdict::Healthy,
+        Some(c) if c.reason == "Suspended" => Verdict::Suspended(c.message.clone()),
         Some(c) => Verdict::Waiting(format!(
             "Ready is {}: {}: {}",
             c.status, c.reason, c.message

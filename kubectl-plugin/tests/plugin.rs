@@ -509,6 +509,58 @@ async fn get_watch_redraws_in_a_terminal() {
     f.server.shutdown().await;
 }
 
+/// A suspended job is reported as suspended (exit 6), not healthy nor progressing; a long
+/// condition message reaches the user whole, in `status` and in `get`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suspended_jobs_and_long_messages_are_reported_whole() {
+    let f = Fixture::start().await;
+    let mut suspended = healthy_status();
+    suspended["conditions"][0] = condition(
+        "Ready",
+        "False",
+        "Suspended",
+        "the job is suspended (spec.template.spec.job.state: suspended)",
+    );
+    f.set_status("default", "demo", &suspended).await;
+    let (code, out, err) = f.run(&["status", "demo"]).await;
+    assert_eq!(code, 6, "{out}{err}");
+    assert!(
+        out.contains("default/demo: suspended: the job is suspended"),
+        "{out}"
+    );
+    let (code, tree, _) = f.run(&["get", "demo"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        tree.contains("Verdict:    Suspended (the job is suspended"),
+        "{tree}"
+    );
+    let (_, list, _) = f.run(&["list"]).await;
+    assert!(list.contains("Suspended"), "{list}");
+
+    // The refusal of an unsafe sink, as the launcher words it: over 1000 characters.
+    let refusal = format!(
+        "the job could not be submitted: {} <- java.lang.IllegalArgumentException: FileSink rolling policy ... Use .withRollingPolicy(OnCheckpointRollingPolicy.build()), or BlueGreenSinks.rollOnCheckpoint(policy) to keep size/time rolls as well",
+        "org.apache.flink.client.program.ProgramInvocationException: The main method caused an error. ".repeat(12)
+    );
+    assert!(refusal.len() > 1200);
+    let mut failed = healthy_status();
+    failed["conditions"][0] = condition("Ready", "False", "NotReady", &refusal);
+    failed["conditions"][2] = condition("Degraded", "True", "FirstDeploymentFailed", &refusal);
+    f.set_status("default", "demo", &failed).await;
+    let (code, out, _) = f.run(&["status", "demo"]).await;
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains(&format!("FirstDeploymentFailed: {refusal}")),
+        "{out}"
+    );
+    let (_, tree, _) = f.run(&["get", "demo"]).await;
+    assert!(
+        tree.contains(&format!("Degraded (FirstDeploymentFailed: {refusal})")),
+        "{tree}"
+    );
+    f.server.shutdown().await;
+}
+
 #[test]
 fn help_documents_exit_codes() {
     let out = Command::new(env!("CARGO_BIN_EXE_kubectl-bluegreen"))
@@ -517,7 +569,7 @@ fn help_documents_exit_codes() {
         .expect("help");
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(
-        help.contains("3 degraded") && help.contains("5 timeout"),
+        help.contains("3 degraded") && help.contains("5 timeout") && help.contains("6 suspended"),
         "{help}"
     );
 }

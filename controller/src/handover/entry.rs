@@ -74,15 +74,7 @@ impl Planner<'_> {
     /// message is new (not again on every resync). Nothing that runs is touched.
     pub(super) fn invalid_spec(&mut self, field: &str, message: &str) {
         let message = format!("`{field}` {message}; the running job is left untouched");
-        let reported = self.obs.status.conditions.iter().any(|c| {
-            c.type_ == "Degraded"
-                && c.reason == Reason::InvalidSpec.as_str()
-                && c.message == message
-        });
-        if !reported {
-            self.note(true, "InvalidSpec", message.clone());
-        }
-        self.health.degraded(Reason::InvalidSpec, message);
+        self.degraded_with_event(Reason::InvalidSpec, message);
         self.requeue = STEADY_REQUEUE;
     }
 

@@ -24,12 +24,12 @@ impl Planner<'_> {
             .and_then(|f| f.gates.as_ref())
             .filter(|_| active.running())
             .and_then(crate::observed::GateObs::trouble);
-        let raised = self.obs.status.conditions.iter().find(|c| {
+        let raised = self.obs.status.conditions.iter().any(|c| {
             c.type_ == "Degraded" && c.status == "True" && c.reason == Reason::GatesHolding.as_str()
         });
         let Some(trouble) = trouble else {
             self.status.gates_trouble_since = None;
-            if raised.is_some() {
+            if raised {
                 self.note(
                     false,
                     "GatesRecovered",
@@ -52,9 +52,6 @@ impl Planner<'_> {
             "the active job's gates are in trouble since {}: {trouble}. A gate without a coordination state writes nothing, and a handover cannot go through gates that cannot see the ConfigMap (it would abort with GatesNotAcknowledged): check that the job reaches the bluegreen sidecar (BLUEGREEN_SIDECAR_URL) and the sidecar can read the coordination ConfigMap",
             since.0
         );
-        if raised.is_none_or(|c| c.message != message) {
-            self.note(true, Reason::GatesHolding.as_str(), message.clone());
-        }
-        self.health.degraded(Reason::GatesHolding, message);
+        self.degraded_with_event(Reason::GatesHolding, message);
     }
 }

@@ -96,6 +96,19 @@ impl Planner<'_> {
         });
     }
 
+    /// Records a problem, with a Warning event when the `Degraded` condition does not say it
+    /// already (not again on every resync).
+    fn degraded_with_event(&mut self, reason: Reason, message: String) {
+        let reported =
+            self.obs.status.conditions.iter().any(|c| {
+                c.type_ == "Degraded" && c.reason == reason.as_str() && c.message == message
+            });
+        if !reported {
+            self.note(true, reason.as_str(), message.clone());
+        }
+        self.health.degraded(reason, message);
+    }
+
     /// The time since `then`; zero for a `then` in the future.
     fn since(&self, then: &MicroTime) -> Duration {
         Duration::try_from(self.now().duration_since(then.0)).unwrap_or(Duration::ZERO)

@@ -85,10 +85,8 @@ impl Planner<'_> {
             );
             self.health.ready = true;
         } else if child.failed() {
-            self.health.degraded(
-                Reason::FirstDeploymentFailed,
-                child.error.unwrap_or_else(|| "the job failed".into()),
-            );
+            let why = child.error.unwrap_or_else(|| "the job failed".into());
+            self.degraded_with_event(Reason::FirstDeploymentFailed, why);
         } else {
             self.health.progressing(
                 Reason::Deploying,

@@ -2611,3 +2611,60 @@ mod deleting_during_a_handover {
         }
     }
 }
+
+#[test]
+fn a_refused_first_deployment_reaches_every_condition_whole_with_one_warning_event() {
+    // The launcher's refusal of an unsafe FileSink: the cause chain, well over 1000 characters.
+    let refusal = format!(
+        "the job could not be submitted: {}<- java.lang.IllegalArgumentException: FileSink rolling policy DefaultRollingPolicy does not roll on every checkpoint. Use .withRollingPolicy(OnCheckpointRollingPolicy.build()), or BlueGreenSinks.rollOnCheckpoint(policy) to keep size/time rolls as well",
+        "org.apache.flink.client.program.ProgramInvocationException: The main method caused an error. ".repeat(12)
+    );
+    let mut obs = observed();
+    obs.status = plan(&obs).status;
+    obs.configmap = ConfigMapObs::Valid(CoordinationState::new(
+        0,
+        Stage::Initializing,
+        Color::Blue,
+        Toggle::NotSet,
+    ));
+    let mut blue = running("h1", 0, 0, None, i64::MIN);
+    blue.job_state = Some("FAILED".into());
+    blue.lifecycle = Some("FAILED".into());
+    blue.error = Some(refusal.clone());
+    blue.flink = None;
+    let obs = with_child(obs, Color::Blue, Some(blue));
+    let p = plan(&obs);
+    let get = |type_: &str| {
+        p.status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .unwrap()
+            .clone()
+    };
+    let degraded = get("Degraded");
+    assert_eq!(
+        (degraded.status.as_str(), degraded.reason.as_str()),
+        ("True", "FirstDeploymentFailed")
+    );
+    assert_eq!(degraded.message, refusal);
+    assert_eq!(get("Ready").message, refusal);
+    assert!(get("Progressing").message.ends_with(&refusal));
+    assert_eq!(get("Progressing").status, "False");
+    let warnings: Vec<_> = p.notes.iter().filter(|n| n.warning).collect();
+    assert_eq!(warnings.len(), 1, "{:?}", p.notes);
+    assert_eq!(warnings[0].reason, "FirstDeploymentFailed");
+    assert!(
+        warnings[0]
+            .message
+            .contains("BlueGreenSinks.rollOnCheckpoint(policy)")
+    );
+    // Not again on the next look.
+    let mut again = obs.clone();
+    again.status = p.status.clone();
+    assert!(
+        plan(&again).notes.iter().all(|n| !n.warning),
+        "{:?}",
+        plan(&again).notes
+    );
+}
