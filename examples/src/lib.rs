@@ -8,6 +8,7 @@ pub mod calls;
 pub mod real;
 pub mod reliability;
 pub mod stack;
+pub mod visibility;
 
 use std::collections::BTreeMap;
 
