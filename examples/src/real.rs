@@ -95,7 +95,7 @@ pub struct ExampleJob {
     pub version: String,
     /// `job.parallelism`.
     pub parallelism: i32,
-    /// `keyed`, `chained` or `two-sinks`.
+    /// `keyed`, `chained`, `two-sinks`, `windowed` or `kafka`.
     pub topology: String,
     /// Where the FileSink commits its part files.
     pub output: PathBuf,
@@ -124,7 +124,20 @@ impl ExampleJob {
 
     /// The job's arguments: 4 splits at 50 records/s each, event times up to 1.5 s out of order,
     /// split 1 idle 15 s of every 30 s.
+    ///
+    /// With topology `kafka` only the version, the topology and `extra_args` (the Kafka shape reads
+    /// its input from a topic: `--kafka`, `--input-topic`, `--output-topic` go in `extra_args`).
     pub fn args(&self) -> Vec<String> {
+        if self.topology == "kafka" {
+            let mut args = vec![
+                "--version".to_owned(),
+                self.version.clone(),
+                "--topology".to_owned(),
+                "kafka".to_owned(),
+            ];
+            args.extend(self.extra_args.iter().cloned());
+            return args;
+        }
         let mut args: Vec<String> = [
             ("--output", self.output.display().to_string()),
             ("--version", self.version.clone()),

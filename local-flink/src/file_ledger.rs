@@ -5,7 +5,8 @@
 //! [`read_dir`] reads every committed part file under a directory, recursively (files named
 //! `part-*`; in-progress and pending files are hidden with a leading dot and skipped), and counts
 //! per record id `(split, offset)`: duplicates, losses, wrong colors, wrong running counts and
-//! damaged files ([`FileLedgerReport`]).
+//! damaged files ([`FileLedgerReport`]). [`judge_lines`] judges lines read from elsewhere (the
+//! Kafka shape's output topic, read with `read_committed`) the same way.
 //!
 //! The job's topic is deterministic: the key of `(s, o)` is `s * K + o % K` and its running count
 //! after `(s, o)` is `o / K + 1`, with `K` keys per split ([`Expectation::keys_per_split`]). The
@@ -534,6 +535,50 @@ pub fn read_dir(dir: &Path, expect: &Expectation) -> Result<FileLedgerReport, Er
     }
     judge_ids(&seen, expect, &mut report);
     Ok(report)
+}
+
+/// Judges output lines read from somewhere other than part files (a Kafka topic read by a
+/// `read_committed` consumer, say) against `expect`, exactly as [`read_dir`] judges the lines of
+/// its files. `source` names where they were read (the report's one "file"); a line that does not
+/// parse is a [`FileDefect::BadLine`] of it. Lines of both colors are expected there, so
+/// [`FileDefect::MixedColors`] is never reported.
+pub fn judge_lines<'a>(
+    source: &Path,
+    lines: impl IntoIterator<Item = &'a str>,
+    expect: &Expectation,
+) -> FileLedgerReport {
+    let mut report = FileLedgerReport {
+        files: 1,
+        ..FileLedgerReport::default()
+    };
+    let mut seen: HashMap<RecordId, Seen> = HashMap::new();
+    let mut defects = Vec::new();
+    for (i, raw) in lines.into_iter().enumerate() {
+        let line = match raw.parse::<OutputLine>() {
+            Ok(line) => line,
+            Err(error) => {
+                defects.push(FileDefect::BadLine { line: i + 1, error });
+                continue;
+            }
+        };
+        *report.lines.entry(line.color).or_default() += 1;
+        judge_state(&line, expect, &mut report);
+        seen.entry(line.id)
+            .or_insert(Seen {
+                emissions: 0,
+                color: line.color,
+                event_time: line.event_time,
+            })
+            .emissions += 1;
+    }
+    if !defects.is_empty() {
+        report.damaged.push(DamagedFile {
+            path: source.to_owned(),
+            defects,
+        });
+    }
+    judge_ids(&seen, expect, &mut report);
+    report
 }
 
 /// Counts a line with a wrong key, running count or value.

@@ -9,7 +9,7 @@ use std::process::Command;
 use bluegreen_local_flink::Error;
 use bluegreen_local_flink::file_ledger::{
     Expectation, FileDefect, FileLedgerReport, JobVersion, LineError, OutputLine, RecordId,
-    read_dir,
+    judge_lines, read_dir,
 };
 use bluegreen_protocol::Color;
 
@@ -90,6 +90,53 @@ fn judge(files: &[(String, Vec<String>)], plant: impl FnOnce(&Path)) -> FileLedg
 
 fn file(files: &mut [(String, Vec<String>)], name: &str) -> usize {
     files.iter().position(|(n, _)| n == name).unwrap()
+}
+
+/// Every line of a clean output in one list, both colors interleaved, as a `read_committed`
+/// consumer of the Kafka shape's output topic prints them.
+fn topic_lines() -> Vec<String> {
+    (0..OFFSETS)
+        .flat_map(|o| (0..SPLITS).map(move |s| line(s, o).1))
+        .collect()
+}
+
+fn judge_topic(lines: &[String]) -> FileLedgerReport {
+    let report = judge_lines(
+        Path::new("topic out (read_committed)"),
+        lines.iter().map(String::as_str),
+        &expectation(),
+    );
+    println!("{report}");
+    report
+}
+
+#[test]
+fn lines_from_a_topic_are_judged_as_part_files_are() {
+    let clean = topic_lines();
+    let report = judge_topic(&clean);
+    assert_eq!(counts(&report), (0, 0, 0, 0, 0));
+    assert!(report.is_exactly_once_by_owner());
+    assert_eq!(report.total_lines(), u64::from(SPLITS) * OFFSETS);
+
+    // What a second writer with the same transactional ids could leave: records committed twice,
+    // one lost, one written by the color that does not own it, and a line that is not one.
+    let mut bad = clean.clone();
+    bad.extend(clean[10..13].iter().cloned());
+    let lost = bad.iter().position(|l| l.starts_with("2,7,")).unwrap();
+    bad.remove(lost);
+    let late = bad.iter().position(|l| l.starts_with("1,80,")).unwrap();
+    bad[late] = bad[late].replace("GREEN,v2", "BLUE,v2");
+    bad.push("not a line".into());
+    let report = judge_topic(&bad);
+    assert_eq!(counts(&report), (3, 1, 1, 0, 1), "{report}");
+    assert!(!report.is_exactly_once());
+    assert_eq!(
+        report.loss_examples,
+        [RecordId {
+            split: 2,
+            offset: 7
+        }]
+    );
 }
 
 #[test]

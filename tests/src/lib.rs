@@ -1,8 +1,10 @@
 //! End-to-end tests live in `tests/tests/`; this library holds what several of them share: the
 //! `orders` deployment running blue on the simulated stack, an image change that starts a
-//! handover, controller replicas electing a leader on a Lease, and the real-Flink bed (`real`).
+//! handover, controller replicas electing a leader on a Lease, the real-Flink bed (`real`) and a
+//! real Kafka broker with its producer and `read_committed` oracle (`kafka`).
 #![forbid(unsafe_code)]
 
+pub mod kafka;
 pub mod real;
 
 use std::sync::Arc;

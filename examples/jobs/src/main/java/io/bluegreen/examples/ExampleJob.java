@@ -43,12 +43,19 @@ public final class ExampleJob {
     /** Printed with every argument error. */
     public static final String USAGE = String.join("\n",
             "usage: ExampleJob --output DIR [--key value ...]",
-            "  --output DIR                 where the FileSink commits its part files (required)",
+            "       ExampleJob --topology kafka --kafka BOOTSTRAP --input-topic T --output-topic T2 [--key value ...]",
+            "  --output DIR                 where the FileSink commits its part files (required but with --topology kafka)",
             "  --version v1|v2              v2 writes value = 2 * count instead of count (default v1)",
-            "  --topology keyed|chained|two-sinks|windowed   (default keyed)",
+            "  --topology keyed|chained|two-sinks|windowed|kafka   (default keyed)",
             "        keyed:     source -> keyBy -> running count -> gate -> sink",
             "        chained:   source -> map -> gate -> sink in one chained vertex, count written as 0",
             "        two-sinks: keyed, then two gated FileSinks under DIR/a and DIR/b (in one vertex)",
+            "        kafka:     KafkaSource (--input-topic, values 'partition,id,eventTime,key') -> keyBy -> running count",
+            "                   -> gate -> KafkaSink EXACTLY_ONCE (--output-topic), split = partition, offset = id",
+            "  --kafka BOOTSTRAP            kafka: the brokers (watermark bound 2 * --jitter-ms, the producer's jitter)",
+            "  --input-topic T, --output-topic T   kafka: the topics",
+            "  --transactional-id-prefix per-color|shared   kafka: BlueGreenSinks.transactionalIdPrefix(\"orders\", color),",
+            "        or one prefix for both colors (the defect the per-color prefix prevents; default per-color)",
             "  --skew-b-ms N                two-sinks: branch b's event times (and watermarks) N ms ahead of a's (default 0)",
             "        windowed:  keyed, then 1 s tumbling event-time windows per key that emit their records",
             "                   when they fire, with eventTime = the window's end - 1 ms (what the gate decides by)",
@@ -83,7 +90,8 @@ public final class ExampleJob {
     private static final Set<String> KNOWN = Set.of("output", "version", "topology", "seed", "splits", "rate", "t0",
             "records-per-split", "catch-up-rate", "keys-per-split", "jitter-ms", "idle-split", "idle-active-ms", "idle-cycle-ms",
             "idleness-ms", "checkpoint-interval-ms", "parallelism", "color", "state-source", "w", "handover-to", "rolling",
-            "fail-trigger", "placement", "sink-idleness-ms", "skew-b-ms");
+            "fail-trigger", "placement", "sink-idleness-ms", "skew-b-ms", "kafka", "input-topic", "output-topic",
+            "transactional-id-prefix");
 
     private ExampleJob() {}
 
@@ -107,7 +115,7 @@ public final class ExampleJob {
             }
             args.put(k.substring(2), argv[i + 1]);
         }
-        if (!args.containsKey("output")) {
+        if (!args.containsKey("output") && !"kafka".equals(args.get("topology"))) {
             throw new IllegalArgumentException("--output is required\n" + USAGE);
         }
         return args;
@@ -138,12 +146,25 @@ public final class ExampleJob {
                 .<Event>forBoundedOutOfOrderness(Duration.ofMillis(records.outOfOrdernessMs()))
                 .withTimestampAssigner((e, ts) -> e.eventTime)
                 .withIdleness(Duration.ofMillis(longArg(args, "idleness-ms", 5000)));
-        DataStream<Event> events = env.fromSource(source, watermarks, "example-source").uid("example-source");
         StateSource states = stateSource(args, color);
-        Path output = new Path(args.get("output"));
         String c = color.name();
-        String rolling = args.getOrDefault("rolling", "on-checkpoint");
         String failTrigger = args.get("fail-trigger");
+        if (topology.equals("kafka")) {
+            for (String required : new String[] {"kafka", "input-topic", "output-topic"}) {
+                if (!args.containsKey(required)) {
+                    throw new IllegalArgumentException("--topology kafka needs --" + required + "\n" + USAGE);
+                }
+            }
+            DataStream<Event> events = KafkaShape.source(env, args.get("kafka"), args.get("input-topic"), color,
+                    records.outOfOrdernessMs(), longArg(args, "idleness-ms", 5000));
+            DataStream<String> lines = counted(events).map(new ToLine(c, version, failTrigger)).uid("to-line").name("to-line");
+            KafkaShape.sink(lines, new GateProcessFunction<>(color, states), args.get("kafka"), args.get("output-topic"),
+                    KafkaShape.prefix(args.getOrDefault("transactional-id-prefix", "per-color"), color));
+            return "bluegreen-example kafka " + version + " " + c;
+        }
+        DataStream<Event> events = env.fromSource(source, watermarks, "example-source").uid("example-source");
+        Path output = new Path(args.get("output"));
+        String rolling = args.getOrDefault("rolling", "on-checkpoint");
         String placement = args.getOrDefault("placement", "operator");
         if (!placement.equals("operator") && !placement.equals("sink")) {
             throw new IllegalArgumentException("--placement must be operator or sink, got '" + placement + "'");
@@ -189,7 +210,7 @@ public final class ExampleJob {
             }
             default:
                 throw new IllegalArgumentException(
-                        "--topology must be keyed, chained, two-sinks or windowed, got '" + topology + "'");
+                        "--topology must be keyed, chained, two-sinks, windowed or kafka, got '" + topology + "'");
         }
         return "bluegreen-example " + topology + " " + version + " " + c;
     }

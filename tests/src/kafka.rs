@@ -1,0 +1,303 @@
+//! A real Apache Kafka broker for the Kafka shape of the example job (issue 24, first slice): one
+//! KRaft node (broker and controller in one JVM) from the Maven Central jars that
+//! `scripts/kafka-jars.sh` installs under `target/kafka/<version>`, on loopback ports, its storage
+//! formatted in a temp dir with a random cluster id; and the plain-Kafka side of the test bed
+//! (`scripts/kafka/KafkaTool.java`, nothing of Flink): the producer of the input topic and the
+//! `read_committed` oracle of the output topic.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail, ensure};
+
+/// The Kafka version `scripts/kafka-jars.sh` installs.
+pub const KAFKA_VERSION: &str = "4.1.1";
+
+/// How long the broker may take to answer (a loaded 2-core machine).
+const START: Duration = Duration::from_secs(90);
+
+/// `target/kafka/<version>` of the repository, or an error naming `scripts/kafka-jars.sh`.
+pub fn kafka_home() -> anyhow::Result<PathBuf> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is inside the repository");
+    let home = repo.join("target/kafka").join(KAFKA_VERSION);
+    ensure!(
+        home.join(".complete").exists(),
+        "{} is missing: run `scripts/kafka-jars.sh` (scripts/test does it)",
+        home.display()
+    );
+    Ok(home)
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// A random KRaft cluster id: 16 bytes, URL-safe base64 without padding (Kafka's `Uuid`).
+fn cluster_id() -> String {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut bytes = Vec::with_capacity(16);
+    for _ in 0..2 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        bytes.extend_from_slice(&h.finish().to_le_bytes());
+    }
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+        }
+    }
+    out
+}
+
+/// The last `n` lines of `path`, for a failure's message.
+fn tail(path: &Path, n: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A running single-node KRaft broker; stopped (killed) and its directory removed when dropped.
+pub struct KafkaBroker {
+    /// `127.0.0.1:<port>`.
+    pub bootstrap: String,
+    /// The broker's log (its stdout and stderr).
+    pub log: PathBuf,
+    home: PathBuf,
+    child: Child,
+    producers: Vec<Child>,
+    dir: tempfile::TempDir,
+}
+
+impl KafkaBroker {
+    /// Formats storage in a temp dir and starts the broker on two free loopback ports; returns
+    /// once it answers (the topics are created by [`create_topics`](Self::create_topics)). A broker
+    /// that exits or does not listen within 90 s is an error naming its log, with the log's tail.
+    pub async fn start() -> anyhow::Result<Self> {
+        let home = kafka_home()?;
+        let dir = tempfile::Builder::new()
+            .prefix("bluegreen-kafka-")
+            .tempdir()?;
+        let (port, controller) = (free_port()?, free_port()?);
+        let data = dir.path().join("data");
+        let props = dir.path().join("server.properties");
+        let config = format!(
+            "process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs={}
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+",
+            data.display()
+        );
+        fs::write(&props, config)?;
+        let log = dir.path().join("broker.log");
+        let java = |main: &str| {
+            let mut cmd = Command::new("java");
+            cmd.arg("-Xmx512m")
+                .arg(format!(
+                    "-Dlog4j2.configurationFile={}",
+                    home.join("log4j2.properties").display()
+                ))
+                .arg("-cp")
+                .arg(format!("{}/libs/*", home.display()))
+                .arg(main);
+            cmd
+        };
+        let format = java("kafka.tools.StorageTool")
+            .args(["format", "-t", &cluster_id(), "-c"])
+            .arg(&props)
+            .output()?;
+        ensure!(
+            format.status.success(),
+            "kafka-storage format failed ({}): {}{}",
+            format.status,
+            String::from_utf8_lossy(&format.stdout),
+            String::from_utf8_lossy(&format.stderr)
+        );
+        let out = fs::File::create(&log)?;
+        let child = java("kafka.Kafka")
+            .arg(&props)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .context("starting the Kafka broker")?;
+        let mut broker = Self {
+            bootstrap: format!("127.0.0.1:{port}"),
+            log,
+            home,
+            child,
+            producers: Vec::new(),
+            dir,
+        };
+        let started = Instant::now();
+        loop {
+            if let Some(status) = broker.child.try_wait()? {
+                bail!(
+                    "the Kafka broker exited ({status}) before it answered; its log {}:\n{}",
+                    broker.log.display(),
+                    tail(&broker.log, 40)
+                );
+            }
+            if TcpStream::connect(&broker.bootstrap).is_ok()
+                && fs::read_to_string(&broker.log)?.contains("Kafka Server started")
+            {
+                break;
+            }
+            if started.elapsed() > START {
+                bail!(
+                    "the Kafka broker did not answer on {} within {START:?}; its log {}:\n{}",
+                    broker.bootstrap,
+                    broker.log.display(),
+                    tail(&broker.log, 40)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        eprintln!(
+            "Kafka {KAFKA_VERSION} broker on {} in {:?} (log {})",
+            broker.bootstrap,
+            started.elapsed(),
+            broker.log.display()
+        );
+        Ok(broker)
+    }
+
+    fn tool(&self) -> Command {
+        let mut cmd = Command::new("java");
+        cmd.arg("-cp")
+            .arg(format!("{0}/libs/*:{0}/tool", self.home.display()))
+            .arg("KafkaTool");
+        cmd
+    }
+
+    /// Runs `KafkaTool args…` off the async threads; its stdout, or an error with its stderr and
+    /// the broker log's name.
+    async fn run_tool(&self, args: Vec<String>) -> anyhow::Result<String> {
+        let mut cmd = self.tool();
+        cmd.arg(args[0].clone())
+            .arg(&self.bootstrap)
+            .args(&args[1..]);
+        let log = self.log.clone();
+        tokio::task::spawn_blocking(move || {
+            let out = cmd.output()?;
+            ensure!(
+                out.status.success(),
+                "KafkaTool {args:?} failed ({}): {}\n(broker log {}:\n{})",
+                out.status,
+                String::from_utf8_lossy(&out.stderr),
+                log.display(),
+                tail(&log, 20)
+            );
+            Ok(String::from_utf8(out.stdout)?)
+        })
+        .await?
+    }
+
+    /// Creates `topics` (name, partitions); waits up to 60 s for the broker to accept them.
+    pub async fn create_topics(&self, topics: &[(&str, u32)]) -> anyhow::Result<()> {
+        let mut args = vec!["create-topics".to_owned()];
+        args.extend(topics.iter().map(|(t, p)| format!("{t}:{p}")));
+        self.run_tool(args).await?;
+        Ok(())
+    }
+
+    /// Starts the producer of `topic` (see `KafkaTool produce`): record `o` of each of `partitions`
+    /// partitions at `t0 + o * 1000 / rate` ms, event time within `jitter_ms` of that, key
+    /// `p * keys + o % keys`; it runs until the broker is dropped or [`stop_producers`](Self::stop_producers).
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_producer(
+        &mut self,
+        topic: &str,
+        partitions: u32,
+        rate: u64,
+        t0: u64,
+        jitter_ms: u64,
+        seed: u64,
+        keys: u64,
+    ) -> anyhow::Result<()> {
+        let log = self.dir.path().join(format!("producer-{topic}.log"));
+        let out = fs::File::create(&log)?;
+        let child = self
+            .tool()
+            .arg("produce")
+            .arg(&self.bootstrap)
+            .arg(topic)
+            .arg(partitions.to_string())
+            .args([rate, t0, jitter_ms, seed, keys].map(|n| n.to_string()))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()?;
+        self.producers.push(child);
+        Ok(())
+    }
+
+    /// Stops every producer (killed: what it wrote is a prefix of each partition).
+    pub fn stop_producers(&mut self) {
+        for mut p in self.producers.drain(..) {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+    }
+
+    /// Every record of `topic` read by a plain consumer with `isolation` (`read_committed` or
+    /// `read_uncommitted`), up to the end offsets at its start: one value per line.
+    pub async fn read(&self, topic: &str, isolation: &str) -> anyhow::Result<Vec<String>> {
+        let out = self
+            .run_tool(vec!["read".into(), topic.into(), isolation.into()])
+            .await?;
+        Ok(out.lines().map(str::to_owned).collect())
+    }
+
+    /// The end offset of each partition of `topic`.
+    pub async fn end_offsets(&self, topic: &str) -> anyhow::Result<BTreeMap<u32, u64>> {
+        let out = self
+            .run_tool(vec!["end-offsets".into(), topic.into()])
+            .await?;
+        out.lines()
+            .map(|l| {
+                let (p, o) = l.split_once(' ').context("`partition offset`")?;
+                Ok((p.parse()?, o.parse()?))
+            })
+            .collect()
+    }
+}
+
+impl Drop for KafkaBroker {
+    fn drop(&mut self) {
+        self.stop_producers();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
