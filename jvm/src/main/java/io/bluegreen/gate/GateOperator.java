@@ -40,6 +40,11 @@ import org.apache.flink.streaming.runtime.watermarkstatus.WatermarkStatus;
  *       operator does) until records are released;
  *   <li>at the end of a bounded input it waits the same way until every held record is decided.
  * </ul>
+ *
+ * <p>A legacy transactional sink chained after it ({@code TwoPhaseCommitSinkFunction},
+ * {@code StreamingFileSink}, {@code GenericWriteAheadSink}) fails the task when the operator is
+ * created, before any state is restored ({@link LegacyTransactionalSinkException}): it cannot be
+ * isolated per color.
  */
 public final class GateOperator<T> extends AbstractStreamOperator<T>
         implements OneInputStreamOperator<T, T>, BoundedOneInput {
@@ -68,6 +73,10 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
         setProcessingTimeService(parameters.getProcessingTimeService());
         setup(parameters.getContainingTask(), parameters.getStreamConfig(), parameters.getOutput());
         mailbox = parameters.getMailboxExecutor();
+        // Here, while the task creates its operators: a later check (initializeState, open) would come
+        // after a chained sink restored its state, as the task restores from the last operator back.
+        LegacySinkCheck.check(parameters.getStreamConfig(), parameters.getContainingTask().getConfiguration(),
+                getUserCodeClassloader(), parameters.getStreamConfig().getOperatorName());
     }
 
     /**
