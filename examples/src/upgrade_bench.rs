@@ -41,6 +41,8 @@ struct Args {
 /// One upgrade's measurement.
 struct Run {
     name: &'static str,
+    /// The controller's events during the upgrade: reason, seconds since the spec change.
+    phases: Vec<(String, f64)>,
     steady: Summary,
     upgrade: Summary,
     /// Spec change → the new version running (in place) or steady on green (handover).
@@ -175,7 +177,9 @@ async fn handover(
     let (start, done) = watch_while(&mut watcher, output, measured).await?;
     let report = stack.file_report("handover", output, true).await?;
     ensure!(report.is_exactly_once_by_owner(), "the handover: {report}");
-    Ok(run("bluegreen handover", &watcher, args, start, done))
+    let mut run = run("bluegreen handover", &watcher, args, start, done);
+    run.phases = timeline(stack, "handover", start).await?;
+    Ok(run)
 }
 
 /// Runs `measured` while `watcher` polls `output`; returns what it returned.
@@ -197,6 +201,38 @@ async fn watch_while<T>(
     let (polled, result) = tokio::join!(watching, measuring);
     polled?;
     result
+}
+
+/// The controller's events about `name` since `start_ms` (epoch ms): reason and seconds after it,
+/// in order.
+async fn timeline(
+    stack: &LocalStack,
+    name: &str,
+    start_ms: i64,
+) -> anyhow::Result<Vec<(String, f64)>> {
+    let events = kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+        "events.k8s.io",
+        "v1",
+        "Event",
+    ));
+    let api: Api<DynamicObject> = Api::namespaced_with(stack.client.clone(), NAMESPACE, &events);
+    let mut out = Vec::new();
+    for e in api.list(&kube::api::ListParams::default()).await?.items {
+        if e.data["regarding"]["name"] != name {
+            continue;
+        }
+        let (Some(reason), Some(at)) = (e.data["reason"].as_str(), e.data["eventTime"].as_str())
+        else {
+            continue;
+        };
+        let at: jiff::Timestamp = at.parse()?;
+        let after = at.as_millisecond() - start_ms;
+        if after >= 0 {
+            out.push((reason.to_owned(), ratio(after, 1_000)));
+        }
+    }
+    out.sort_by(|a, b| a.1.total_cmp(&b.1));
+    Ok(out)
 }
 
 /// Waits until the FlinkDeployment `name` runs a job other than `previous`; returns its id.
@@ -233,13 +269,14 @@ fn run(name: &'static str, w: &Watcher, args: &Args, start: i64, done: i64) -> R
     let after_ms = i64::try_from(args.after_s * 1000).unwrap_or(i64::MAX);
     Run {
         name,
+        phases: Vec::new(),
         steady: w.summary(start - steady_ms + 10_000, start),
         upgrade: w.summary(start, done + after_ms),
         took: Duration::from_millis(u64::try_from(done - start).unwrap_or(0)),
     }
 }
 
-/// `a / b` to one decimal, for latencies (far below 2^52 ms).
+/// `a / b`, for latencies and durations in ms (far below 2^52).
 #[allow(clippy::cast_precision_loss)]
 fn ratio(a: i64, b: i64) -> f64 {
     a as f64 / b.max(1) as f64
@@ -275,6 +312,18 @@ fn print(args: &Args, runs: &[Run]) {
             ms(r.upgrade.p99_ms),
             ms(r.upgrade.max_ms),
             ms(r.upgrade.max_gap_ms),
+        );
+    }
+    for r in runs.iter().filter(|r| !r.phases.is_empty()) {
+        let phases: Vec<String> = r
+            .phases
+            .iter()
+            .map(|(reason, s)| format!("{reason} {s:.1}"))
+            .collect();
+        println!(
+            "{} events (s after the spec change): {}",
+            r.name,
+            phases.join(", ")
         );
     }
     if let [in_place, handover] = runs
