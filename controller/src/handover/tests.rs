@@ -33,6 +33,19 @@ fn condition<'a>(plan: &'a super::Plan, type_: &str) -> (&'a str, &'a str) {
     (c.status.as_str(), c.reason.as_str())
 }
 
+/// A handover in ToggleSet at `w` that can promote: green (h2) and blue (h1) running past W.
+fn ready_to_promote(w: i64) -> Observed {
+    with_child(
+        with_child(
+            handover(Phase::ToggleSet, Some(w)),
+            Color::Green,
+            Some(running("h2", 1, 2, Some(w + 2_000), w + 1)),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 2, Some(w), w + 1_000)),
+    )
+}
+
 /// The status, reason and message of condition `type_`.
 fn condition_message<'a>(plan: &'a super::Plan, type_: &str) -> (&'a str, &'a str, &'a str) {
     let c = plan
@@ -461,12 +474,7 @@ fn an_outgoing_job_whose_inputs_are_all_idle_gets_w_at_its_progress_without_the_
         p.notes
     );
     // One gate still active: the offset applies as ever.
-    let gates = obs
-        .blue
-        .as_mut()
-        .and_then(|b| b.flink.as_mut())
-        .and_then(|f| f.gates.as_mut())
-        .unwrap();
+    let gates = blue_gate_obs(&mut obs);
     gates.reports[0].idle = false;
     assert_eq!(transition(&plan(&obs)).toggle, Some(1_000 + MINUTE));
 }
@@ -553,12 +561,7 @@ fn an_outgoing_gate_seen_earlier_in_the_handover_and_missing_now_has_not_acknowl
     // The layout is kept (the most seen per vertex), not shrunk to what reports now.
     assert_eq!(transition(&p).outgoing_gates.get("sink-b"), Some(&1));
     // It reports again, acknowledging W: W is set.
-    let gates = obs
-        .blue
-        .as_mut()
-        .and_then(|b| b.flink.as_mut())
-        .and_then(|f| f.gates.as_mut())
-        .unwrap();
+    let gates = blue_gate_obs(&mut obs);
     gates.vertices.insert("sink-b".into(), 1);
     let p = plan(&obs);
     assert_eq!(transition(&p).phase, Phase::ToggleSet, "{:?}", p.actions);
@@ -822,15 +825,7 @@ fn promotion_waits_for_checkpoints_and_both_watermarks() {
 #[test]
 fn manual_promotion_waits_for_the_annotation() {
     let w = 70_000;
-    let mut obs = with_child(
-        with_child(
-            handover(Phase::ToggleSet, Some(w)),
-            Color::Green,
-            Some(running("h2", 1, 2, Some(72_000), 70_001)),
-        ),
-        Color::Blue,
-        Some(running("h1", 1, 2, Some(70_000), 71_000)),
-    );
+    let mut obs = ready_to_promote(w);
     obs.settings = settings(|s| s.coordination.promotion = crate::resource::Promotion::Manual);
     let p = plan(&obs);
     assert!(p.actions.is_empty());
@@ -916,15 +911,8 @@ fn a_template_change_after_w_is_set_updates_green_in_place() {
     // The operator has not applied the update yet: green runs, past W, but it is the job of h2;
     // promotion waits, or a failing update would be found only after the handover.
     let w = 70_000;
-    let mut next = with_child(
-        with_child(
-            handover(Phase::ToggleSet, Some(w)),
-            Color::Green,
-            Some(running("h3", 1, 2, Some(72_000), 70_001)),
-        ),
-        Color::Blue,
-        Some(running("h1", 1, 2, Some(70_000), 71_000)),
-    );
+    let mut next = ready_to_promote(w);
+    next.green.as_mut().unwrap().template_hash = Some("h3".into());
     next.template_hash = "h3".into();
     next.status = p.status.clone();
     next.green.as_mut().unwrap().upgrading = true;
@@ -1090,14 +1078,18 @@ fn manual_teardown_skips_the_deletion_delay() {
     }));
 }
 
-/// Sets the watermark and idleness of every gate of blue.
-fn blue_gates(obs: &mut Observed, watermark: i64, idle: bool) {
-    let gates = obs
-        .blue
+/// Blue's gates, to change what they report.
+fn blue_gate_obs(obs: &mut Observed) -> &mut crate::observed::GateObs {
+    obs.blue
         .as_mut()
         .and_then(|b| b.flink.as_mut())
         .and_then(|f| f.gates.as_mut())
-        .expect("blue has gates");
+        .expect("blue has gates")
+}
+
+/// Sets the watermark and idleness of every gate of blue.
+fn blue_gates(obs: &mut Observed, watermark: i64, idle: bool) {
+    let gates = blue_gate_obs(obs);
     for r in &mut gates.reports {
         r.watermark = Some(watermark);
         r.idle = idle;
@@ -1148,14 +1140,7 @@ fn an_outgoing_job_past_w_only_by_idle_inputs_is_stopped_with_drain() {
     );
     // One gate idle below W, the other past it: being past rests on idleness; drained.
     let mut mixed = past.clone();
-    if let Some(g) = mixed
-        .blue
-        .as_mut()
-        .and_then(|b| b.flink.as_mut())
-        .and_then(|f| f.gates.as_mut())
-    {
-        g.reports[0].watermark = Some(60_000);
-    }
+    blue_gate_obs(&mut mixed).reports[0].watermark = Some(60_000);
     let p = plan(&mixed);
     assert!(
         p.actions
@@ -2507,18 +2492,7 @@ mod deleting_during_a_handover {
     #[test]
     fn once_w_is_set_the_handover_is_finished_without_a_person_or_the_deletion_delay() {
         let w = 70_000;
-        let mut obs = deleting(
-            with_child(
-                with_child(
-                    handover(Phase::ToggleSet, Some(w)),
-                    Color::Green,
-                    Some(running("h2", 1, 2, Some(72_000), 70_001)),
-                ),
-                Color::Blue,
-                Some(running("h1", 1, 2, Some(70_000), 71_000)),
-            ),
-            DeletionPolicy::SavepointThenDelete,
-        );
+        let mut obs = deleting(ready_to_promote(w), DeletionPolicy::SavepointThenDelete);
         obs.settings = settings(|s| {
             s.coordination.promotion = Promotion::Manual;
             s.coordination.deployment_deletion_delay = "10m".into();
