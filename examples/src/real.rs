@@ -222,6 +222,18 @@ impl ExampleJob {
 }
 
 impl LocalStack {
+    /// The stack on real Flink with `artifacts` (the real-mode runner's files under `work`) and
+    /// the controller running.
+    pub async fn start_real(artifacts: &Artifacts, work: &Path) -> anyhow::Result<Self> {
+        let mut stack = Self::start(crate::StackOptions {
+            real_flink: Some(artifacts.options(work)),
+            ..crate::StackOptions::default()
+        })
+        .await?;
+        stack.start_controller();
+        Ok(stack)
+    }
+
     /// The REST base of `name`'s active job (through the real runner's proxy) and its job id.
     pub async fn active_job(&self, name: &str) -> anyhow::Result<(String, String)> {
         let status = self
@@ -308,23 +320,23 @@ impl LocalStack {
 }
 
 /// The last lines of every run's `launcher.log` and `sidecar.log` and the errors in its
-/// `flink.log`, under a real deployment's directory (for a failed test's message).
+/// `flink.log`, under a real deployment's directory (for a failed test's message); runs in order
+/// of their number (`run-2` before `run-10`).
 pub fn log_tails(deployment_dir: &Path) -> String {
     const LINES: usize = 15;
     let mut out = String::new();
     let Ok(entries) = std::fs::read_dir(deployment_dir) else {
         return out;
     };
-    let mut runs: Vec<PathBuf> = entries
+    let mut runs: Vec<(u32, PathBuf)> = entries
         .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("run-"))
+        .filter_map(|e| {
+            let n = e.file_name().to_str()?.strip_prefix("run-")?.parse().ok()?;
+            Some((n, e.path()))
         })
         .collect();
     runs.sort();
-    for run in runs {
+    for (_, run) in runs {
         for (file, errors_only) in [
             ("launcher.log", false),
             ("sidecar.log", false),
@@ -347,4 +359,28 @@ pub fn log_tails(deployment_dir: &Path) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_tails;
+
+    #[test]
+    fn log_tails_reads_every_run_in_order_of_its_number() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for n in [10, 2, 1] {
+            let run = dir.path().join(format!("run-{n}"));
+            std::fs::create_dir(&run).expect("mkdir");
+            std::fs::write(run.join("launcher.log"), format!("launcher of run {n}\n")).expect("log");
+        }
+        let tails = log_tails(dir.path());
+        let order: Vec<&str> = tails
+            .lines()
+            .filter(|l| l.starts_with("launcher of run"))
+            .collect();
+        assert_eq!(
+            order,
+            ["launcher of run 1", "launcher of run 2", "launcher of run 10"]
+        );
+    }
 }

@@ -13,7 +13,7 @@ use anyhow::{Context as _, bail, ensure};
 use bluegreen_controller::context::flink_deployment_resource;
 use bluegreen_examples::real::{Artifacts, ExampleJob, java_available};
 use bluegreen_examples::visibility::{Summary, Watcher, now_ms};
-use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions};
+use bluegreen_examples::{LocalStack, NAMESPACE};
 use bluegreen_protocol::Color;
 use clap::Parser;
 use kube::Api;
@@ -62,12 +62,7 @@ async fn main() -> anyhow::Result<()> {
         .to_owned();
     let artifacts = Artifacts::find(&repo, &args.profile)?;
     let work = tempfile::tempdir()?;
-    let mut stack = LocalStack::start(StackOptions {
-        real_flink: Some(artifacts.options(&work.path().join("flink"))),
-        ..StackOptions::default()
-    })
-    .await?;
-    stack.start_controller();
+    let stack = LocalStack::start_real(&artifacts, &work.path().join("flink")).await?;
     let in_place = in_place(&stack, &artifacts, &args, &work.path().join("in-place")).await?;
     let handover = handover(&stack, &artifacts, &args, &work.path().join("handover")).await?;
     stack.shutdown().await;

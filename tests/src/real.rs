@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context as _, ensure};
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
 use bluegreen_examples::real::{Artifacts, ExampleJob, java_available};
-use bluegreen_examples::{LocalStack, NAMESPACE, StackOptions};
+use bluegreen_examples::{LocalStack, NAMESPACE};
 use bluegreen_local_flink::file_ledger::FileLedgerReport;
 use bluegreen_protocol::Color;
 
@@ -50,12 +50,7 @@ impl Bed {
             return Ok(None);
         };
         let work = tempfile::tempdir()?;
-        let mut stack = LocalStack::start(StackOptions {
-            real_flink: Some(artifacts.options(&work.path().join("flink"))),
-            ..StackOptions::default()
-        })
-        .await?;
-        stack.start_controller();
+        let stack = LocalStack::start_real(&artifacts, &work.path().join("flink")).await?;
         Ok(Some(Self {
             stack,
             artifacts,
