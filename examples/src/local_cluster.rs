@@ -11,6 +11,9 @@
 //! export KUBECONFIG=$PWD/.bluegreen-local/kubeconfig
 //! kubectl apply -f examples/manifests/orders-simulated.yaml
 //! ```
+//!
+//! `--manifest FILE` applies a user's own manifest once everything is up, with `@REPO@`,
+//! `@WORK@` and `@T0@` filled in (see [`Placeholders`]).
 
 use std::io::IsTerminal as _;
 use std::net::SocketAddr;
@@ -30,6 +33,7 @@ use bluegreen_local_flink::real::RealFlink;
 use bluegreen_local_flink::{DEFAULT_START_MS, LocalFlink, LocalFlinkOptions, SimClock};
 use clap::{Parser, Subcommand};
 use kube::CustomResourceExt;
+use serde::Deserialize as _;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -90,6 +94,116 @@ struct UpArgs {
     /// Log every request to the API server.
     #[arg(long)]
     log_requests: bool,
+    /// Apply this YAML file (one or more documents: your FlinkBlueGreenDeployment, a
+    /// FlinkDeployment, ...) once everything is up, with `@REPO@` (this checkout), `@WORK@` (the
+    /// absolute work directory) and `@T0@` (now, epoch ms) filled in; the rendered copy is kept as
+    /// <WORK_DIR>/<file name> to edit and `kubectl apply -f` again. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    manifest: Vec<PathBuf>,
+}
+
+/// What `--manifest` fills in, everywhere in the file: `@REPO@` the checkout `up` was built from
+/// (its jars are under `@REPO@/target`), `@WORK@` the absolute work directory (real Flink's files
+/// are under `@WORK@/flink`), `@T0@` the time `up` started, in epoch milliseconds (one schedule
+/// start for both colors of the example job).
+struct Placeholders {
+    repo: String,
+    work: String,
+    t0: String,
+}
+
+impl Placeholders {
+    fn new(repo: &Path, work_dir: &Path) -> Self {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Self {
+            repo: repo.display().to_string(),
+            work: work_dir.display().to_string(),
+            t0: now.as_millis().to_string(),
+        }
+    }
+
+    fn render(&self, text: &str) -> String {
+        text.replace("@REPO@", &self.repo)
+            .replace("@WORK@", &self.work)
+            .replace("@T0@", &self.t0)
+    }
+}
+
+/// A manifest `--manifest` applied.
+struct Applied {
+    /// The rendered copy under the work directory.
+    rendered: PathBuf,
+    /// The names of its FlinkBlueGreenDeployments.
+    fbgds: Vec<String>,
+}
+
+/// Renders every `--manifest` file into the work directory and applies its objects (namespaces
+/// created as needed), each with the `kubectl.kubernetes.io/last-applied-configuration`
+/// annotation `kubectl apply` writes, so that a later `kubectl apply -f` of the rendered copy is
+/// an ordinary update.
+fn apply_manifests(
+    server: &LocalApiServer,
+    files: &[PathBuf],
+    placeholders: &Placeholders,
+    work_dir: &Path,
+) -> anyhow::Result<Vec<Applied>> {
+    const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+    let mut applied = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("--manifest: reading {}", file.display()))?;
+        let text = placeholders.render(&text);
+        let name = file
+            .file_name()
+            .with_context(|| format!("--manifest: {} is not a file", file.display()))?;
+        let rendered = work_dir.join(name);
+        std::fs::write(&rendered, &text)
+            .with_context(|| format!("writing {}", rendered.display()))?;
+        let mut fbgds = Vec::new();
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let mut obj = serde_json::Value::deserialize(doc)
+                .with_context(|| format!("--manifest: parsing {}", file.display()))?;
+            if obj.is_null() {
+                continue;
+            }
+            let config = format!("{obj}\n");
+            let metadata = obj
+                .get_mut("metadata")
+                .and_then(serde_json::Value::as_object_mut)
+                .with_context(|| {
+                    format!(
+                        "--manifest: an object without metadata in {}",
+                        file.display()
+                    )
+                })?;
+            if let Some(ns) = metadata
+                .get("namespace")
+                .and_then(serde_json::Value::as_str)
+            {
+                server
+                    .ensure_namespace(ns)
+                    .with_context(|| format!("creating the namespace {ns}"))?;
+            }
+            let annotations = metadata
+                .entry("annotations")
+                .or_insert_with(|| serde_json::json!({}));
+            if let Some(a) = annotations.as_object_mut() {
+                a.insert(LAST_APPLIED.into(), config.into());
+            }
+            let stored = server
+                .apply_object(&obj)
+                .with_context(|| format!("--manifest: applying {}", file.display()))?;
+            if stored["kind"] == "FlinkBlueGreenDeployment"
+                && let Some(n) = stored["metadata"]["name"].as_str()
+            {
+                fbgds.push(n.to_owned());
+            }
+        }
+        applied.push(Applied { rendered, fbgds });
+    }
+    Ok(applied)
 }
 
 fn parse_speed(s: &str) -> Result<f64, String> {
@@ -180,8 +294,10 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         .context("installing the SIGTERM handler")?;
     let mode = choose_mode(&args)?;
     let cluster = start(&args, &mode, &work_dir).await?;
+    let placeholders = Placeholders::new(repo_root(), &work_dir);
+    let applied = apply_manifests(&cluster.server, &args.manifest, &placeholders, &work_dir)?;
     write_kubeconfig(&kubeconfig, &cluster.server.kubeconfig_yaml())?;
-    print_banner(&args, &mode, &cluster, &work_dir, &kubeconfig);
+    print_banner(&args, &mode, &cluster, &work_dir, &kubeconfig, &applied);
     tokio::select! {
         r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
         _ = term.recv() => {}
@@ -359,7 +475,14 @@ fn write_kubeconfig(path: &Path, yaml: &str) -> anyhow::Result<()> {
 }
 
 /// Where everything is and what to try.
-fn print_banner(args: &UpArgs, mode: &Mode, cluster: &Cluster, work_dir: &Path, kubeconfig: &Path) {
+fn print_banner(
+    args: &UpArgs,
+    mode: &Mode,
+    cluster: &Cluster,
+    work_dir: &Path,
+    kubeconfig: &Path,
+    applied: &[Applied],
+) {
     let repo = repo_root();
     let flink = match mode {
         Mode::Simulated { why } => format!(
@@ -387,7 +510,20 @@ fn print_banner(args: &UpArgs, mode: &Mode, cluster: &Cluster, work_dir: &Path, 
     println!();
     println!("Try it:");
     println!("  export KUBECONFIG={}", kubeconfig.display());
+    for a in applied {
+        println!(
+            "  kubectl apply -f {}   # applied at start (--manifest); edit it and apply it again to upgrade",
+            a.rendered.display()
+        );
+        for name in &a.fbgds {
+            plugin_hint(name);
+        }
+    }
     let note = match mode {
+        Mode::Simulated { .. } if !applied.is_empty() => {
+            "Simulated jobs write no files; their REST API is under the Flink REST URL above."
+                .to_owned()
+        }
         Mode::Simulated { .. } => {
             println!(
                 "  kubectl apply -f {}",
@@ -402,9 +538,18 @@ fn print_banner(args: &UpArgs, mode: &Mode, cluster: &Cluster, work_dir: &Path, 
              (e.g. .../default/orders-blue/jobs/overview)."
                 .to_owned()
         }
+        Mode::Real(_) if !applied.is_empty() => format!(
+            "Job logs: {flink}/<namespace>/<name>/run-N/{{flink.log,launcher.log,sidecar.log}}, \
+             one run-N per start of a job (checkpoints/ and savepoints/ beside them).",
+            flink = work_dir.join("flink").display(),
+        ),
         Mode::Real(_) => {
             // The example job needs absolute paths (jar, output) and one schedule start for
             // both colors: render the manifest once, then edit and re-apply that file.
+            println!(
+                "  # restart with `--manifest {}` (or your own manifest) to have it rendered and applied, or:",
+                repo.join(REAL_MANIFEST).display()
+            );
             let rendered = work_dir.join("example-job.yaml");
             println!(
                 "  sed -e \"s|@REPO@|{}|g\" -e \"s|@WORK@|{}|g\" -e \"s|@T0@|$(date +%s)000|\" {} > {}",
@@ -420,8 +565,8 @@ fn print_banner(args: &UpArgs, mode: &Mode, cluster: &Cluster, work_dir: &Path, 
                 "  # an upgrade: change the image tag (or --version v1 to v2) in that file and apply it again"
             );
             format!(
-                "Job logs: {flink}/<namespace>/<name>/run-N/{{flink.log,launcher.log,sidecar.log}} \
-                 (checkpoints/ and savepoints/ beside them).\n\
+                "Job logs: {flink}/<namespace>/<name>/run-N/{{flink.log,launcher.log,sidecar.log}}, \
+                 one run-N per start of a job (checkpoints/ and savepoints/ beside them).\n\
                  The example job's output: {work}/output/example-job \
                  (part-blue-*, part-green-*; committed on checkpoints).",
                 flink = work_dir.join("flink").display(),

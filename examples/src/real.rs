@@ -371,7 +371,8 @@ mod tests {
         for n in [10, 2, 1] {
             let run = dir.path().join(format!("run-{n}"));
             std::fs::create_dir(&run).expect("mkdir");
-            std::fs::write(run.join("launcher.log"), format!("launcher of run {n}\n")).expect("log");
+            std::fs::write(run.join("launcher.log"), format!("launcher of run {n}\n"))
+                .expect("log");
         }
         let tails = log_tails(dir.path());
         let order: Vec<&str> = tails
@@ -380,7 +381,11 @@ mod tests {
             .collect();
         assert_eq!(
             order,
-            ["launcher of run 1", "launcher of run 2", "launcher of run 10"]
+            [
+                "launcher of run 1",
+                "launcher of run 2",
+                "launcher of run 10"
+            ]
         );
     }
 }

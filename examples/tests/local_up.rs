@@ -1,6 +1,7 @@
 //! `bluegreen-local up --simulated` as a user runs it: a child process on a free port, then
 //! `kubectl` with the kubeconfig it writes: the simulated example manifest applied in a namespace
-//! of its own, one upgrade by a patch of the image, and a clean exit on SIGTERM.
+//! of its own, one upgrade by a patch of the image, and a clean exit on SIGTERM; and
+//! `--manifest` with the real example manifest, rendered, applied and upgraded by re-applying it.
 //!
 //! Needs `kubectl` on PATH (fails, does not skip, when it is missing).
 
@@ -82,6 +83,18 @@ impl Up {
     /// Waits until the resource is active on `color`, Ready, with no handover in progress and
     /// `promoted` promoted handovers in its history.
     fn wait_steady(&self, color: &str, promoted: usize, timeout: Duration) {
+        self.wait_steady_in(NAMESPACE, NAME, color, promoted, timeout);
+    }
+
+    /// [`Up::wait_steady`] of `name` in `namespace`.
+    fn wait_steady_in(
+        &self,
+        namespace: &str,
+        name: &str,
+        color: &str,
+        promoted: usize,
+        timeout: Duration,
+    ) {
         let jsonpath = "jsonpath={.status.activeColor}/{.status.transition.phase}/\
                         {.status.conditions[?(@.type==\"Ready\")].status}/\
                         {.status.history[?(@.outcome==\"Promoted\")].epoch}";
@@ -95,7 +108,7 @@ impl Up {
         };
         let deadline = Instant::now() + timeout;
         loop {
-            let got = self.kubectl(&["get", "fbgd", NAME, "-n", NAMESPACE, "-o", jsonpath]);
+            let got = self.kubectl(&["get", "fbgd", name, "-n", namespace, "-o", jsonpath]);
             if want(&got) {
                 return;
             }
@@ -103,7 +116,7 @@ impl Up {
                 Instant::now() < deadline,
                 "not steady on {color} with {promoted} promoted handover(s) within {timeout:?}: \
                  active/phase/ready/promoted = {got:?}\n{}\n{}",
-                self.kubectl(&["get", "fbgd", NAME, "-n", NAMESPACE, "-o", "yaml"]),
+                self.kubectl(&["get", "fbgd", name, "-n", namespace, "-o", "yaml"]),
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(200));
@@ -154,10 +167,15 @@ fn free_port() -> u16 {
 }
 
 fn start(port: u16) -> Up {
+    start_with(port, &[])
+}
+
+fn start_with(port: u16, more: &[&Path]) -> Up {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = |name: &str| std::fs::File::create(dir.path().join(name)).expect("log file");
     let child = Command::new(env!("CARGO_BIN_EXE_bluegreen-local"))
         .args(["up", "--simulated", "--port", &port.to_string()])
+        .args(more)
         .arg("--work-dir")
         .arg(dir.path().join("work"))
         .arg("--kubeconfig")
@@ -277,4 +295,89 @@ fn up_apply_upgrade_and_stop() {
     assert!(took < Duration::from_secs(10), "stopping took {took:?}");
     let stdout = std::fs::read_to_string(up.dir.path().join("stdout.log")).expect("stdout");
     assert!(stdout.contains("bluegreen-local: stopped"), "{stdout}");
+}
+
+/// `up --manifest` with the real example manifest: its placeholders filled in, applied at start,
+/// and the rendered copy re-applied by kubectl as an upgrade (no "missing last-applied" warning).
+#[test]
+fn up_renders_and_applies_a_users_manifest() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let repo = examples.parent().expect("repository");
+    let manifest = examples.join("manifests/example-job-real.yaml");
+    let mut up = start_with(free_port(), &[Path::new("--manifest"), &manifest]);
+    let path = up.kubeconfig();
+    wait_for_file(&mut up, &path, Duration::from_secs(30));
+    let work = up.dir.path().join("work");
+    let rendered = work.join("example-job-real.yaml");
+    let text = std::fs::read_to_string(&rendered).expect("the rendered copy");
+    assert!(!text.contains("@REPO@") && !text.contains("@WORK@") && !text.contains("@T0@"));
+    let banner = std::fs::read_to_string(up.dir.path().join("stdout.log")).expect("stdout");
+    assert!(
+        banner.contains(&format!("kubectl apply -f {}", rendered.display()))
+            && banner.contains("kubectl bluegreen get example-job -w"),
+        "{banner}"
+    );
+
+    let job = |field: &str| {
+        up.kubectl(&[
+            "get",
+            "fbgd",
+            "example-job",
+            "-n",
+            "default",
+            "-o",
+            &format!("jsonpath={{.spec.template.spec.job.{field}}}"),
+        ])
+    };
+    assert_eq!(
+        job("jarURI"),
+        format!(
+            "local://{}/target/examples/bluegreen-example-job.jar",
+            repo.display()
+        )
+    );
+    let args: Vec<String> = serde_json::from_str(&job("args")).expect("args");
+    let at = |flag: &str| {
+        let i = args.iter().position(|a| a == flag).expect(flag);
+        args[i + 1].clone()
+    };
+    assert_eq!(
+        at("--output"),
+        format!("{}/output/example-job", work.display())
+    );
+    let t0: u128 = at("--t0").parse().expect("--t0 in epoch ms");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis();
+    assert!(
+        t0 <= now && now - t0 < 120_000,
+        "--t0 {t0} is when up started"
+    );
+    up.wait_steady_in("default", "example-job", "BLUE", 0, Duration::from_secs(30));
+
+    // The rendered copy is the file to edit: applying it again is an upgrade.
+    std::fs::write(&rendered, text.replace("--version, v1", "--version, v2")).expect("edit");
+    let out = Command::new(kubectl_path())
+        .arg("--kubeconfig")
+        .arg(up.kubeconfig())
+        .args(["apply", "-f"])
+        .arg(&rendered)
+        .output()
+        .expect("run kubectl");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{}", up.log());
+    assert!(
+        !stderr.contains("last-applied-configuration"),
+        "kubectl apply of the rendered copy warned: {stderr}"
+    );
+    up.wait_steady_in(
+        "default",
+        "example-job",
+        "GREEN",
+        1,
+        Duration::from_secs(40),
+    );
+    let (status, _) = up.terminate(Duration::from_secs(15));
+    assert!(status.success(), "{}", up.log());
 }

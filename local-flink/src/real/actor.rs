@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::Shared;
 use super::flink_rest::{CompletedCheckpoint, FlinkRest};
-use super::process::{JobProcess, Launch};
+use super::process::{JobProcess, Launch, next_run};
 use super::spec::{DeploymentSpec, JobSpec, JobStateSpec, UpgradeMode, deployable};
 use crate::DeploymentRef;
 use crate::Error;
@@ -351,7 +351,8 @@ impl Actor {
 
     fn deploy(&mut self, spec: &DeploymentSpec, job: &JobSpec, raw: Value, from: Option<String>) {
         self.kill();
-        self.run += 1;
+        let dir = self.shared.deployment_dir(&self.key);
+        self.run = next_run(&dir, self.run);
         self.last_checkpoint = None;
         let job_id = new_job_id(self.run);
         self.status.reconciled_spec = Some(raw);
@@ -367,7 +368,6 @@ impl Actor {
                 return;
             }
         };
-        let dir = self.shared.deployment_dir(&self.key);
         let launch = Launch {
             namespace: &self.key.namespace,
             spec,

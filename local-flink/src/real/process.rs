@@ -16,15 +16,60 @@ use crate::Error;
 /// Environment variables a pod's own env must not inherit from the runner's process.
 const POD_ENV: [&str; 4] = [env::COLOR, env::CONFIGMAP, env::NAMESPACE, env::SIDECAR_URL];
 
-/// The log4j2 configuration of every launcher JVM: one log file, named by `-Dlog.file`.
-const LOG4J: &str = "rootLogger.level = INFO
+/// The log4j2 configuration of every launcher JVM: one log file, named by `-Dlog.file`. The two
+/// REST handlers whose ERRORs include known-harmless ones every handover produces (a status poll
+/// of an unknown savepoint trigger id, a checkpoint poll while the JobManager is initializing) log
+/// through the launcher's `HarmlessRestErrors` rewrite policy, which writes exactly those as one
+/// INFO line and passes every other event unchanged.
+pub(crate) const LOG4J: &str = "rootLogger.level = INFO
 rootLogger.appenderRef.file.ref = File
 appender.file.name = File
 appender.file.type = File
 appender.file.fileName = ${sys:log.file}
 appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = %d{yyyy-MM-dd HH:mm:ss,SSS} %-5p %c - %m%n
+appender.harmless.name = Harmless
+appender.harmless.type = Rewrite
+appender.harmless.file.type = AppenderRef
+appender.harmless.file.ref = File
+appender.harmless.policy.type = HarmlessRestErrors
+logger.savepointStatus.name = org.apache.flink.runtime.rest.handler.job.savepoints.SavepointHandlers$SavepointStatusHandler
+logger.savepointStatus.additivity = false
+logger.savepointStatus.appenderRef.harmless.ref = Harmless
+logger.checkpointStatistics.name = org.apache.flink.runtime.rest.handler.job.checkpoints.CheckpointingStatisticsHandler
+logger.checkpointStatistics.additivity = false
+logger.checkpointStatistics.appenderRef.harmless.ref = Harmless
 ";
+
+/// The number of the next run under a deployment's directory: one more than the highest of
+/// `after` and every `run-N` there, so that a redeployed color (a new runner, or a new actor
+/// after its FlinkDeployment was deleted) never reuses a run's directory.
+pub(crate) fn next_run(dir: &Path, after: u32) -> u32 {
+    let highest = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_prefix("run-")?
+                .parse::<u32>()
+                .ok()
+        })
+        .fold(after, u32::max);
+    highest.saturating_add(1)
+}
+
+/// Writes `text` to `path` unless it holds it already, through a temporary file and a rename
+/// (a JVM starting meanwhile reads the old or the new file, never half of one).
+fn write_if_changed(path: &Path, text: &str) -> Result<(), Error> {
+    if fs::read_to_string(path).is_ok_and(|old| old == text) {
+        return Ok(());
+    }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    fs::write(&tmp, text).map_err(io_error("writing", &tmp))?;
+    fs::rename(&tmp, path).map_err(io_error("writing", path))
+}
 
 /// What a deployment's run needs to know to start its processes.
 #[derive(Debug)]
@@ -36,6 +81,7 @@ pub(crate) struct Launch<'a> {
     pub restore: Option<&'a str>,
     /// The deployment's directory (checkpoints, savepoints, one `run-N` per process).
     pub dir: &'a Path,
+    /// `N` of the run's directory `run-N`, from [`next_run`].
     pub run: u32,
 }
 
@@ -162,9 +208,8 @@ impl JobProcess {
         )
         .map_err(io_error("writing", &conf_file))?;
         let log4j = options.work_dir.join("log4j.properties");
-        if !log4j.exists() {
-            fs::write(&log4j, LOG4J).map_err(io_error("writing", &log4j))?;
-        }
+        // Rewritten when it differs: a work directory kept from an older version has its config.
+        write_if_changed(&log4j, LOG4J)?;
         let job = launch.spec.job()?;
         let rest_port = free_port()?;
         let classpath = format!(
@@ -266,4 +311,43 @@ fn spawn_logged(mut cmd: Command, log: &Path, program: &Path) -> Result<Child, E
             program: program.display().to_string(),
             source,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LOG4J, next_run};
+
+    #[test]
+    fn a_run_never_reuses_a_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(next_run(dir.path(), 0), 1);
+        assert_eq!(next_run(&dir.path().join("absent"), 0), 1);
+        for name in ["run-1", "run-2", "run-10", "run-x", "checkpoints"] {
+            std::fs::create_dir(dir.path().join(name)).expect("mkdir");
+        }
+        // A new actor (its counter at 0) of a color that ran before: after the highest run.
+        assert_eq!(next_run(dir.path(), 0), 11);
+        assert_eq!(next_run(dir.path(), 12), 13);
+    }
+
+    #[test]
+    fn the_log4j_config_routes_the_harmless_handlers_through_the_launchers_policy() {
+        let policy =
+            include_str!("../../launcher/src/main/java/io/bluegreen/local/HarmlessRestErrors.java");
+        assert!(policy.contains("name = \"HarmlessRestErrors\""));
+        assert!(LOG4J.contains("policy.type = HarmlessRestErrors"));
+        let routed: Vec<&str> = LOG4J
+            .lines()
+            .filter_map(|l| l.split_once(".name = ").map(|(_, v)| v))
+            .filter(|v| v.starts_with("org.apache.flink"))
+            .collect();
+        assert_eq!(routed.len(), 2, "{LOG4J}");
+        for logger in routed {
+            assert!(
+                policy.contains(&format!("\"{logger}\"")),
+                "{logger} is not one the policy knows"
+            );
+        }
+        assert!(LOG4J.contains("rootLogger.appenderRef.file.ref = File"));
+    }
 }
