@@ -77,12 +77,14 @@ async fn a_file_sink_that_cannot_survive_a_handover_is_refused_before_any_record
     stack
         .create("orders", job.spec(&bed.artifacts.job_jar))
         .await?;
+    // The whole refusal, to its last words, reaches a condition (a user once saw it cut short).
     let fbgd = stack
-        .wait_for("orders", UPGRADE, "the refusal in the status", |f| {
+        .wait_for("orders", UPGRADE, "the whole refusal in the status", |f| {
             f.status.as_ref().is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|c| c.message.contains("OnCheckpointRollingPolicy"))
+                s.conditions.iter().any(|c| {
+                    c.message.contains("OnCheckpointRollingPolicy")
+                        && c.message.contains("to keep size/time rolls as well")
+                })
             })
         })
         .await?;
