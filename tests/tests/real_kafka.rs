@@ -16,13 +16,14 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, ensure};
-use bluegreen_controller::resource::Outcome;
+use bluegreen_controller::resource::{Outcome, RestoreFrom};
 use bluegreen_e2e::kafka::KafkaBroker;
 use bluegreen_e2e::real::{Bed, upgrade_to};
 use bluegreen_examples::LocalStack;
 use bluegreen_examples::real::ExampleJob;
 use bluegreen_local_flink::file_ledger::{Expectation, FileLedgerReport, judge_lines};
 use bluegreen_protocol::Color;
+use serde_json::json;
 
 const PARTITIONS: u32 = 4;
 const RATE: u64 = 50;
@@ -81,7 +82,7 @@ async fn read_committed_report(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kafka_in_kafka_out_exactly_once_through_two_real_upgrades_read_committed()
+async fn kafka_in_kafka_out_exactly_once_through_five_real_upgrades_read_committed()
 -> anyhow::Result<()> {
     let Some(bed) = Bed::start().await? else {
         return Ok(());
@@ -113,14 +114,29 @@ async fn kafka_in_kafka_out_exactly_once_through_two_real_upgrades_read_committe
     bed.deploy("orders", &job).await?;
     let none = BTreeMap::new();
     let mut color = Color::Blue;
-    // v1 (parallelism 2) → v2 (3) → v1 (2).
-    for (version, parallelism) in [("v2", 3), ("v1", 2)] {
+    // v1 (parallelism 2) → v2 (3) → v1 (2) → v2 (2, restored from blue's last checkpoint, which
+    // the check before it triggered) → v1 (3) → v2 (2).
+    let steps: [(&str, i32, Option<RestoreFrom>); 5] = [
+        ("v2", 3, None),
+        ("v1", 2, None),
+        ("v2", 2, Some(RestoreFrom::LastCheckpoint)),
+        ("v1", 3, Some(RestoreFrom::Savepoint)),
+        ("v2", 2, None),
+    ];
+    for (version, parallelism, restore) in steps {
+        if let Some(restore) = restore {
+            stack
+                .patch_spec("orders", json!({"coordination": {"restoreFrom": restore}}))
+                .await?;
+        }
         color = color.other();
         job.version = version.into();
         job.parallelism = parallelism;
         upgrade_to(stack, "orders", &job, color).await?;
         let report = read_committed_report(stack, &kafka, "orders", &none).await?;
-        eprintln!("after the upgrade to {color} ({version}, parallelism {parallelism}):\n{report}");
+        eprintln!(
+            "after the upgrade to {color} ({version}, parallelism {parallelism}, {restore:?}):\n{report}"
+        );
         ensure!(report.is_exactly_once_by_owner(), "{report}");
     }
     // Every record the producer wrote, not only those below the highest id seen.
