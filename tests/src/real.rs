@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
-use bluegreen_controller::resource::FlinkBlueGreenDeployment;
+use bluegreen_controller::resource::{FlinkBlueGreenDeployment, RestoreFrom};
 use bluegreen_examples::real::{Artifacts, ExampleJob, java_available};
 use bluegreen_examples::{LocalStack, NAMESPACE};
 use bluegreen_local_flink::file_ledger::FileLedgerReport;
@@ -106,6 +106,29 @@ pub async fn upgrade_to(
         started.elapsed()
     );
     Ok(())
+}
+
+/// One upgrade of a sequence: `coordination.restoreFrom` set to `restore` first (when given), then
+/// `name` moved to `version` at `parallelism` on the color after `from`, which it returns.
+pub async fn upgrade_step(
+    stack: &LocalStack,
+    name: &str,
+    job: &mut ExampleJob,
+    from: Color,
+    (version, parallelism, restore): (&str, i32, Option<RestoreFrom>),
+) -> anyhow::Result<Color> {
+    if let Some(restore) = restore {
+        stack
+            .patch_spec(
+                name,
+                serde_json::json!({"coordination": {"restoreFrom": restore}}),
+            )
+            .await?;
+    }
+    job.version = version.into();
+    job.parallelism = parallelism;
+    upgrade_to(stack, name, job, from.other()).await?;
+    Ok(from.other())
 }
 
 /// Waits until the job took the fail trigger `file` (a task deletes it as it fails).

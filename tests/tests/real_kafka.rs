@@ -18,12 +18,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, ensure};
 use bluegreen_controller::resource::{Outcome, RestoreFrom};
 use bluegreen_e2e::kafka::KafkaBroker;
-use bluegreen_e2e::real::{Bed, upgrade_to};
+use bluegreen_e2e::real::{Bed, upgrade_step};
 use bluegreen_examples::LocalStack;
 use bluegreen_examples::real::ExampleJob;
 use bluegreen_local_flink::file_ledger::{Expectation, FileLedgerReport, judge_lines};
 use bluegreen_protocol::Color;
-use serde_json::json;
 
 const PARTITIONS: u32 = 4;
 const RATE: u64 = 50;
@@ -123,16 +122,9 @@ async fn kafka_in_kafka_out_exactly_once_through_five_real_upgrades_read_committ
         ("v1", 3, Some(RestoreFrom::Savepoint)),
         ("v2", 2, None),
     ];
-    for (version, parallelism, restore) in steps {
-        if let Some(restore) = restore {
-            stack
-                .patch_spec("orders", json!({"coordination": {"restoreFrom": restore}}))
-                .await?;
-        }
-        color = color.other();
-        job.version = version.into();
-        job.parallelism = parallelism;
-        upgrade_to(stack, "orders", &job, color).await?;
+    for step in steps {
+        color = upgrade_step(stack, "orders", &mut job, color, step).await?;
+        let (version, parallelism, restore) = step;
         let report = read_committed_report(stack, &kafka, "orders", &none).await?;
         eprintln!(
             "after the upgrade to {color} ({version}, parallelism {parallelism}, {restore:?}):\n{report}"

@@ -16,7 +16,8 @@ use std::time::Duration;
 use anyhow::ensure;
 use bluegreen_controller::resource::RestoreFrom;
 use bluegreen_e2e::real::{
-    Bed, UPGRADE, assert_exactly_once, progressing, set_action, upgrade_to, wait_taken,
+    Bed, UPGRADE, assert_exactly_once, progressing, set_action, upgrade_step, upgrade_to,
+    wait_taken,
 };
 use bluegreen_examples::real::ExampleJob;
 use bluegreen_local_flink::file_ledger::{self, Expectation};
@@ -40,16 +41,8 @@ async fn five_real_upgrades_emit_every_record_exactly_once() -> anyhow::Result<(
         ("v1", 2, Some(RestoreFrom::Savepoint)),
         ("v2", 2, None),
     ];
-    for (version, parallelism, restore) in steps {
-        if let Some(restore) = restore {
-            stack
-                .patch_spec("orders", json!({"coordination": {"restoreFrom": restore}}))
-                .await?;
-        }
-        color = color.other();
-        job.version = version.into();
-        job.parallelism = parallelism;
-        upgrade_to(stack, "orders", &job, color).await?;
+    for step in steps {
+        color = upgrade_step(stack, "orders", &mut job, color, step).await?;
         let report = assert_exactly_once(stack, "orders", &output, true).await?;
         eprintln!("{report}");
     }
