@@ -164,6 +164,26 @@ impl LocalStack {
         Api::namespaced(self.client.clone(), NAMESPACE)
     }
 
+    /// The events (events.k8s.io/v1) recorded about the object `name`, as stored.
+    pub async fn events(&self, name: &str) -> anyhow::Result<Vec<kube::api::DynamicObject>> {
+        let events: Api<kube::api::DynamicObject> = Api::namespaced_with(
+            self.client.clone(),
+            NAMESPACE,
+            &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                "events.k8s.io",
+                "v1",
+                "Event",
+            )),
+        );
+        Ok(events
+            .list(&kube::api::ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|e| e.data["regarding"]["name"] == name)
+            .collect())
+    }
+
     /// Creates a FlinkBlueGreenDeployment.
     pub async fn create(
         &self,

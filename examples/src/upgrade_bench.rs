@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail, ensure};
 use bluegreen_controller::context::flink_deployment_resource;
+use bluegreen_controller::resource::FlinkBlueGreenDeploymentSpec;
 use bluegreen_examples::real::{Artifacts, ExampleJob, java_available};
 use bluegreen_examples::visibility::{Summary, Watcher, now_ms};
 use bluegreen_examples::{LocalStack, NAMESPACE};
@@ -79,18 +80,25 @@ fn job(output: &Path) -> ExampleJob {
     job
 }
 
+/// The job's resource spec with the bench's checkpoint interval.
+fn bench_spec(job: &ExampleJob, jar: &Path, checkpoint_ms: u64) -> FlinkBlueGreenDeploymentSpec {
+    let mut spec = job.spec(jar);
+    spec.template.spec.flink_configuration.insert(
+        "execution.checkpointing.interval".into(),
+        format!("{checkpoint_ms}ms"),
+    );
+    spec
+}
+
 /// The job's FlinkDeployment spec as JSON, with the bench's checkpoint interval.
 fn child_spec(
     job: &ExampleJob,
     jar: &Path,
     checkpoint_ms: u64,
 ) -> anyhow::Result<serde_json::Value> {
-    let mut spec = job.spec(jar).template.spec;
-    spec.flink_configuration.insert(
-        "execution.checkpointing.interval".into(),
-        format!("{checkpoint_ms}ms"),
-    );
-    Ok(serde_json::to_value(spec)?)
+    Ok(serde_json::to_value(
+        bench_spec(job, jar, checkpoint_ms).template.spec,
+    )?)
 }
 
 /// A plain FlinkDeployment upgraded in place: `upgradeMode: savepoint`, as the Apache operator
@@ -147,12 +155,12 @@ async fn handover(
     output: &Path,
 ) -> anyhow::Result<Run> {
     let mut job = job(output);
-    let mut spec = job.spec(&artifacts.job_jar);
-    spec.template.spec.flink_configuration.insert(
-        "execution.checkpointing.interval".into(),
-        format!("{}ms", args.checkpoint_ms),
-    );
-    stack.create("handover", spec).await?;
+    stack
+        .create(
+            "handover",
+            bench_spec(&job, &artifacts.job_jar, args.checkpoint_ms),
+        )
+        .await?;
     stack
         .wait_steady("handover", Color::Blue, Duration::from_mins(3))
         .await?;
@@ -205,17 +213,8 @@ async fn timeline(
     name: &str,
     start_ms: i64,
 ) -> anyhow::Result<Vec<(String, f64)>> {
-    let events = kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
-        "events.k8s.io",
-        "v1",
-        "Event",
-    ));
-    let api: Api<DynamicObject> = Api::namespaced_with(stack.client.clone(), NAMESPACE, &events);
     let mut out = Vec::new();
-    for e in api.list(&kube::api::ListParams::default()).await?.items {
-        if e.data["regarding"]["name"] != name {
-            continue;
-        }
+    for e in stack.events(name).await? {
         let (Some(reason), Some(at)) = (e.data["reason"].as_str(), e.data["eventTime"].as_str())
         else {
             continue;

@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bluegreen_local_flink::file_ledger::OutputLine;
+use bluegreen_local_flink::Error;
+use bluegreen_local_flink::file_ledger::{OutputLine, committed_part_files};
 
 /// How often the output directory is listed.
 pub const POLL: Duration = Duration::from_millis(100);
@@ -43,14 +44,15 @@ impl Watcher {
     ///
     /// # Errors
     /// When a directory or a new file cannot be read.
-    pub fn poll(&mut self, dir: &Path, at_ms: i64) -> std::io::Result<()> {
-        let mut files = Vec::new();
-        part_files(dir, &mut files)?;
-        for file in files {
+    pub fn poll(&mut self, dir: &Path, at_ms: i64) -> Result<(), Error> {
+        for file in committed_part_files(dir)? {
             if self.known.contains(&file) {
                 continue;
             }
-            let text = std::fs::read_to_string(&file)?;
+            let text = std::fs::read_to_string(&file).map_err(|source| Error::LedgerIo {
+                path: file.clone(),
+                source,
+            })?;
             let samples = self.commits.entry(at_ms).or_default();
             for line in text.lines().filter_map(|l| l.parse::<OutputLine>().ok()) {
                 samples.push(Sample {
@@ -71,7 +73,7 @@ impl Watcher {
         &mut self,
         dir: &Path,
         stop: impl std::future::Future<Output = ()>,
-    ) -> std::io::Result<()> {
+    ) -> Result<(), Error> {
         tokio::pin!(stop);
         loop {
             if dir.is_dir() {
@@ -144,20 +146,6 @@ fn percentile(sorted: &[i64], p: usize) -> Option<i64> {
     }
     let rank = (p * sorted.len()).div_ceil(100).max(1);
     sorted.get(rank - 1).copied()
-}
-
-/// Every committed part file under `dir`, recursively.
-fn part_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        if entry.file_type()?.is_dir() {
-            part_files(&path, out)?;
-        } else if entry.file_name().to_string_lossy().starts_with("part-") {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -428,6 +428,18 @@ impl fmt::Display for FileLedgerReport {
 }
 
 /// Every committed part file under `dir`, recursively, sorted; counts the skipped ones.
+/// Every committed part file under `dir`, recursively, in name order: files named `part-*` (the
+/// in-progress and pending ones are hidden with a leading dot).
+///
+/// # Errors
+/// When a directory cannot be read.
+pub fn committed_part_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let mut files = Vec::new();
+    let mut skipped = 0;
+    part_files(dir, &mut files, &mut skipped)?;
+    Ok(files)
+}
+
 fn part_files(dir: &Path, files: &mut Vec<PathBuf>, skipped: &mut usize) -> Result<(), Error> {
     let io = |source| Error::LedgerIo {
         path: dir.to_owned(),

@@ -176,7 +176,7 @@ pub async fn set_action(stack: &LocalStack, name: &str, action: &str) -> anyhow:
 /// Deletes `name` and waits until it and both children are gone; returns the path of its final
 /// savepoint (`onDelete: savepointThenDelete`), read from its `FinalSavepoint` event.
 pub async fn delete_for_final_savepoint(stack: &LocalStack, name: &str) -> anyhow::Result<String> {
-    use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams};
+    use kube::api::{Api, DeleteParams, DynamicObject};
     stack.fbgds().delete(name, &DeleteParams::default()).await?;
     let children: Api<DynamicObject> = Api::namespaced_with(
         stack.client.clone(),
@@ -205,17 +205,11 @@ pub async fn delete_for_final_savepoint(stack: &LocalStack, name: &str) -> anyho
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let events: Api<DynamicObject> = Api::namespaced_with(
-        stack.client.clone(),
-        NAMESPACE,
-        &ApiResource::from_gvk(&GroupVersionKind::gvk("events.k8s.io", "v1", "Event")),
-    );
-    let notes: Vec<String> = events
-        .list(&ListParams::default())
+    let notes: Vec<String> = stack
+        .events(name)
         .await?
-        .items
         .into_iter()
-        .filter(|e| e.data["reason"] == "FinalSavepoint" && e.data["regarding"]["name"] == name)
+        .filter(|e| e.data["reason"] == "FinalSavepoint")
         .filter_map(|e| e.data["note"].as_str().map(str::to_owned))
         .collect();
     let [note] = notes.as_slice() else {

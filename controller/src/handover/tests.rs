@@ -23,13 +23,17 @@ fn at(obs: Observed, rfc3339: &str) -> Observed {
     }
 }
 
-fn condition<'a>(plan: &'a super::Plan, type_: &str) -> (&'a str, &'a str) {
-    let c = plan
-        .status
+/// Condition `type_` of the status `plan` writes.
+fn cond<'a>(plan: &'a super::Plan, type_: &str) -> &'a crate::resource::Condition {
+    plan.status
         .conditions
         .iter()
         .find(|c| c.type_ == type_)
-        .expect("condition");
+        .unwrap_or_else(|| panic!("no {type_} condition"))
+}
+
+fn condition<'a>(plan: &'a super::Plan, type_: &str) -> (&'a str, &'a str) {
+    let c = cond(plan, type_);
     (c.status.as_str(), c.reason.as_str())
 }
 
@@ -48,12 +52,7 @@ fn ready_to_promote(w: i64) -> Observed {
 
 /// The status, reason and message of condition `type_`.
 fn condition_message<'a>(plan: &'a super::Plan, type_: &str) -> (&'a str, &'a str, &'a str) {
-    let c = plan
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .expect("condition");
+    let c = cond(plan, type_);
     (c.status.as_str(), c.reason.as_str(), c.message.as_str())
 }
 
@@ -681,13 +680,7 @@ fn w_is_set_only_once_the_incoming_job_has_run_min_ready_without_a_restart() {
     assert!(!sets_w(&p), "{:?}", p.actions);
     let ready = transition(&p).incoming_ready.clone().expect("recorded");
     assert_eq!(ready.since, time("2026-01-01T00:00:00Z"));
-    let message = p
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Progressing")
-        .map(|c| c.message.clone())
-        .unwrap_or_default();
+    let message = &cond(&p, "Progressing").message;
     assert!(message.contains("every task RUNNING"), "{message}");
     // 9 s later (minReady is 10 s by default): still waiting, the record unchanged.
     let seen = Some((ready.tasks_started_at, "2026-01-01T00:00:00Z"));
@@ -1274,13 +1267,7 @@ fn a_failed_stop_is_retried_with_backoff_then_the_job_is_kept_and_degraded() {
     let p = plan(&at(given_up.clone(), "2026-01-01T01:00:00Z"));
     assert!(p.actions.is_empty(), "never cancelled: {:?}", p.actions);
     assert_eq!(condition(&p, "Degraded"), ("True", "OutgoingStopFailed"));
-    let message = &p
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Degraded")
-        .unwrap()
-        .message;
+    let message = &cond(&p, "Degraded").message;
     assert!(
         message.contains("bluegreen.dev/action=teardown"),
         "{message}"
@@ -1457,13 +1444,7 @@ fn an_invalid_spec_changes_nothing_that_runs() {
     assert!(p.status.transition.is_none());
     let (status, reason) = condition(&p, "Degraded");
     assert_eq!((status, reason), ("True", "InvalidSpec"));
-    let message = &p
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Degraded")
-        .unwrap()
-        .message;
+    let message = &cond(&p, "Degraded").message;
     assert!(
         message.contains("spec.coordination.abortGracePeriod"),
         "{message}"
@@ -1900,13 +1881,7 @@ fn forward_repair_never_restores_the_handovers_starting_savepoint() {
     assert_eq!(repair(&p).started_at, None);
     let (status, reason) = condition(&p, "Degraded");
     assert_eq!((status, reason), ("True", "IncomingFailedAfterToggle"));
-    let message = &p
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Degraded")
-        .unwrap()
-        .message;
+    let message = &cond(&p, "Degraded").message;
     assert!(
         message.contains("no completed checkpoint of its own"),
         "{message}"
@@ -2152,12 +2127,7 @@ fn a_template_crossing_flink_major_versions_is_refused_naming_the_field() {
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert!(p.status.transition.is_none());
-    let degraded = p
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Degraded")
-        .unwrap();
+    let degraded = cond(&p, "Degraded");
     assert_eq!(degraded.reason, "InvalidSpec");
     assert!(
         degraded.message.contains("spec.template.spec.flinkVersion")
@@ -2224,21 +2194,9 @@ fn a_blocked_handover_is_not_reported_as_idle() {
     });
     let p = plan(&obs);
     let (ready, degraded, progressing) = (
-        p.status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == "Ready")
-            .unwrap(),
-        p.status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == "Degraded")
-            .unwrap(),
-        p.status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == "Progressing")
-            .unwrap(),
+        cond(&p, "Ready"),
+        cond(&p, "Degraded"),
+        cond(&p, "Progressing"),
     );
     assert_eq!(degraded.status, "True");
     assert_eq!(ready.status, "False");
@@ -2295,12 +2253,7 @@ fn gates_that_hold_or_cannot_reach_their_source_degrade_a_steady_job_after_the_g
     let p = plan(&obs);
     assert_eq!(condition(&p, "Degraded"), ("True", "GatesHolding"));
     assert_eq!(condition(&p, "Ready"), ("False", "NotReady"));
-    let degraded = p
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Degraded")
-        .unwrap();
+    let degraded = cond(&p, "Degraded");
     assert!(degraded.message.contains(problem), "{}", degraded.message);
     assert!(
         degraded
@@ -2367,12 +2320,7 @@ fn gates_not_acknowledging_w_name_the_cause_they_report() {
         Some(blue),
     );
     let waiting = plan(&obs);
-    let progressing = waiting
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Progressing")
-        .unwrap();
+    let progressing = cond(&waiting, "Progressing");
     assert_eq!(progressing.reason, "GatesNotAcknowledged");
     assert!(
         progressing.message.contains(problem),
@@ -2608,14 +2556,7 @@ fn a_refused_first_deployment_reaches_every_condition_whole_with_one_warning_eve
     blue.flink = None;
     let obs = with_child(obs, Color::Blue, Some(blue));
     let p = plan(&obs);
-    let get = |type_: &str| {
-        p.status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == type_)
-            .unwrap()
-            .clone()
-    };
+    let get = |type_: &str| cond(&p, type_);
     let degraded = get("Degraded");
     assert_eq!(
         (degraded.status.as_str(), degraded.reason.as_str()),

@@ -16,6 +16,17 @@ public class Event {
     /** For Flink's POJO serializer. */
     public Event() {}
 
+    /** A copy of this record with event time {@code t}. */
+    Event withEventTime(long t) {
+        Event e = new Event();
+        e.split = split;
+        e.offset = offset;
+        e.eventTime = t;
+        e.key = key;
+        e.count = count;
+        return e;
+    }
+
     /**
      * The output line without its newline: {@code split,offset,eventTime,key,count,color,version,value}
      * where value is {@code count} for v1 and {@code 2 * count} for v2.

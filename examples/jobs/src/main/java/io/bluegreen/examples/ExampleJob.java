@@ -242,13 +242,7 @@ public final class ExampleJob {
         @Override
         public void process(Long key, Context ctx, Iterable<Event> records, Collector<Event> out) {
             for (Event e : records) {
-                Event fired = new Event();
-                fired.split = e.split;
-                fired.offset = e.offset;
-                fired.eventTime = ctx.window().maxTimestamp();
-                fired.key = e.key;
-                fired.count = e.count;
-                out.collect(fired);
+                out.collect(e.withEventTime(ctx.window().maxTimestamp()));
             }
         }
     }
@@ -264,13 +258,7 @@ public final class ExampleJob {
 
         @Override
         public Event map(Event e) {
-            Event ahead = new Event();
-            ahead.split = e.split;
-            ahead.offset = e.offset;
-            ahead.eventTime = e.eventTime + skewMs;
-            ahead.key = e.key;
-            ahead.count = e.count;
-            return ahead;
+            return e.withEventTime(e.eventTime + skewMs);
         }
     }
 
