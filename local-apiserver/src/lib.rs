@@ -181,7 +181,7 @@ impl LocalApiServer {
             this.ensure_namespace(ns)?;
         }
         if this.app.auth.enabled() {
-            for obj in auth::bootstrap_policy() {
+            for obj in rbac::bootstrap_policy() {
                 this.apply_value(obj)?;
             }
         }
