@@ -5,8 +5,6 @@ import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
-import org.apache.flink.core.memory.DataInputDeserializer;
-import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
@@ -55,17 +53,15 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
 
     private final GateProcessFunction<T> fn;
 
-    private transient TypeSerializer<T> serializer;
     private transient ListState<byte[]> heldState;
     private transient HoldBuffer held;
+    private transient HeldRecords<T> holding;
     private transient MailboxExecutor mailbox;
-    private transient DataOutputSerializer scratch;
     private transient long inputWatermark;
     private transient long emittedWatermark;
     private transient boolean inputIdle;
     /** The snapshot every held record was last decided under. */
     private transient Gate.Snapshot decidedUnder;
-    private transient boolean backpressureLogged;
 
     @SuppressWarnings("deprecation") // Flink 2.x has a constructor for this, Flink 1.20 does not
     private GateOperator(GateProcessFunction<T> fn, StreamOperatorParameters<T> parameters) {
@@ -131,8 +127,23 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
     @Override
     public void open() throws Exception {
         super.open();
-        serializer = getOperatorConfig().getTypeSerializerIn(0, getUserCodeClassloader());
-        scratch = new DataOutputSerializer(256);
+        TypeSerializer<T> serializer = getOperatorConfig().getTypeSerializerIn(0, getUserCodeClassloader());
+        holding = new HeldRecords<>(fn, serializer, mailbox, held, new HeldRecords.Placement<T>() {
+            @Override
+            public void emitPassed(T value, boolean hasTimestamp, long timestamp, long eventTime) {
+                fn.pass(eventTime);
+                output.collect(hasTimestamp ? new StreamRecord<>(value, timestamp) : new StreamRecord<>(value));
+            }
+
+            @Override
+            public Gate.Snapshot refresh() throws Exception {
+                Gate.Snapshot s = fn.current();
+                if (s != decidedUnder) {
+                    release(s);
+                }
+                return s;
+            }
+        }, "gate");
         inputWatermark = Long.MIN_VALUE;
         emittedWatermark = Long.MIN_VALUE;
         MetricGroup metrics = getMetricGroup();
@@ -175,45 +186,10 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
         } else if (d == Decision.DROP) {
             fn.drop(s.rule, t);
         } else {
-            hold(record, t, s);
+            // Nothing is held under an older state here (released above): the record joins them under s.
+            decidedUnder = s;
+            holding.hold(record.getValue(), record.hasTimestamp(), record.getTimestamp(), t);
         }
-    }
-
-    private void hold(StreamRecord<T> record, long t, Gate.Snapshot decided) throws Exception {
-        scratch.clear();
-        serializer.serialize(record.getValue(), scratch);
-        byte[] bytes = scratch.getCopyOfBuffer();
-        // Backpressure: while the buffer is full, read nothing; mails of this operator's priority
-        // (the tick) still run, and may release records or decide this one. Checkpoint mails have
-        // a lower priority and wait, so no checkpoint sees this record neither held nor emitted.
-        Gate.Snapshot s = decided;
-        while (held.full(fn.holdMaxRecords(), fn.holdMaxBytes(), bytes.length)) {
-            if (!backpressureLogged) {
-                backpressureLogged = true;
-                LOG.warn("bluegreen gate ({}): hold buffer full ({} records, {} bytes; bounds {} records, {} bytes): "
-                        + "backpressure until held records are released (GateProcessFunction.withHoldBuffer sets the bounds)",
-                        fn.color(), held.size(), held.bytes(), fn.holdMaxRecords(), fn.holdMaxBytes());
-            }
-            mailbox.yield();
-            s = fn.current();
-            if (s != decidedUnder) {
-                release(s);
-            }
-            Decision d = s.rule.decide(t);
-            if (d == Decision.PASS) {
-                fn.pass(t);
-                output.collect(record);
-                return;
-            }
-            if (d == Decision.DROP) {
-                fn.drop(s.rule, t);
-                return;
-            }
-        }
-        backpressureLogged = false;
-        fn.countHeld();
-        decidedUnder = s;
-        held.add(new HoldBuffer.Held(bytes, record.hasTimestamp(), record.getTimestamp(), t, System.currentTimeMillis()));
     }
 
     @Override
@@ -232,9 +208,7 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
 
     @Override
     public void endInput() throws Exception {
-        while (!held.isEmpty()) {
-            mailbox.yield(); // the tick releases (or times out) what is held
-        }
+        holding.awaitAllDecided();
     }
 
     // ---------------------------------------------------------------------------------------
@@ -252,13 +226,7 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
             if (s != decidedUnder) {
                 release(s);
             }
-            HoldBuffer.Held oldest = held.oldest();
-            if (oldest != null) {
-                long heldMs = System.currentTimeMillis() - oldest.sinceMs;
-                if (heldMs * 1_000_000L > fn.holdTimeoutNanos()) {
-                    throw new GateHoldTimeoutException(fn.holdTimeoutMessage(oldest.eventTime, heldMs));
-                }
-            }
+            holding.checkTimeout();
         }
         scheduleTick();
     }
@@ -266,21 +234,7 @@ public final class GateOperator<T> extends AbstractStreamOperator<T>
     /** Re-decides every held record under {@code s}, in arrival order; keeps the undecided ones. */
     private void release(Gate.Snapshot s) throws Exception {
         decidedUnder = s;
-        Rule rule = s.rule;
-        boolean changed = held.release(rule, new HoldBuffer.Outcome() {
-            @Override
-            public void pass(HoldBuffer.Held h) throws Exception {
-                fn.pass(h.eventTime);
-                T value = serializer.deserialize(new DataInputDeserializer(h.bytes));
-                output.collect(h.hasTimestamp ? new StreamRecord<>(value, h.timestamp) : new StreamRecord<>(value));
-            }
-
-            @Override
-            public void drop(HoldBuffer.Held h) {
-                fn.drop(rule, h.eventTime);
-            }
-        });
-        if (changed) {
+        if (holding.release(s.rule)) {
             emitWatermarkIfAdvanced();
         }
     }

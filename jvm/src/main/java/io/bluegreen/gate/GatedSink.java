@@ -7,9 +7,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
 import org.apache.flink.api.common.eventtime.Watermark;
-import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.operators.ProcessingTimeService;
-import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.connector.sink2.Committer;
 import org.apache.flink.api.connector.sink2.CommitterInitContext;
 import org.apache.flink.api.connector.sink2.CommittingSinkWriter;
@@ -37,7 +35,7 @@ import org.slf4j.LoggerFactory;
  * writer. No extra operator: nothing is copied or counted between the gate and the sink, which is
  * what the gate operator ({@link GateOperator}) costs on a cheap pipeline.
  *
- * <p>Everything the operator does, it does in the writer: held records wait, serialized, in the
+ * <p>Everything the operator does, it does in the writer, through the same {@link HeldRecords}: held records wait, serialized, in the
  * writer's checkpointed state; the watermark the wrapped writer sees is held back below them
  * ({@code writeWatermark} and the context of every record written while something is held); a
  * processing-time timer applies new states and releases held records; a full hold buffer applies
@@ -293,11 +291,9 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
         private final GateProcessFunction<T> fn;
         private final Gate gate;
         private final boolean recordTimestamps;
-        private final TypeSerializer<T> serializer;
-        private final MailboxExecutor mailbox;
         private final ProcessingTimeService time;
         private final HoldBuffer held = new HoldBuffer();
-        private final DataOutputSerializer scratch = new DataOutputSerializer(256);
+        private final HeldRecords<T> holdings;
         /** The context of records written while others are held (timestamp, held-back watermark). */
         private final HeldBackContext heldBack = new HeldBackContext();
         /** The snapshot the task thread decides with (published to the report line). */
@@ -333,7 +329,6 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
         private long maxPassed;
         private long inputWatermark = Long.MIN_VALUE;
         private long writtenWatermark = Long.MIN_VALUE;
-        private boolean backpressureLogged;
         private boolean closed;
         /** Records decided and the input watermark at the last tick that saw them change, and when. */
         private long activitySeen = -1;
@@ -347,9 +342,26 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
             this.inner = inner;
             this.fn = fn;
             this.recordTimestamps = fn.usesRecordTimestamp();
-            this.serializer = context.createInputSerializer();
-            this.mailbox = context.getMailboxExecutor();
             this.time = context.getProcessingTimeService();
+            this.holdings = new HeldRecords<>(fn, context.createInputSerializer(), context.getMailboxExecutor(), held,
+                    new HeldRecords.Placement<T>() {
+                        @Override
+                        public void emitPassed(T value, boolean hasTimestamp, long timestamp, long eventTime)
+                                throws IOException, InterruptedException {
+                            pass(eventTime);
+                            // While records are held, the watermark written so far is below all of them: on time.
+                            inner.write(value, heldBack.of(hasTimestamp, timestamp, holding ? writtenWatermark : inputWatermark));
+                        }
+
+                        @Override
+                        public Gate.Snapshot refresh() throws IOException, InterruptedException {
+                            Gate.Snapshot s = gate.latest();
+                            if (s != decidedUnder) {
+                                stateChanged(s);
+                            }
+                            return applied;
+                        }
+                    }, "gate in the sink");
             if (restored != null) {
                 long max = Long.MIN_VALUE;
                 boolean any = false;
@@ -497,40 +509,19 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
         }
 
         private void hold(T element, boolean hasTs, long ts, long t) throws IOException, InterruptedException {
-            scratch.clear();
-            serializer.serialize(element, scratch);
-            byte[] bytes = scratch.getCopyOfBuffer();
-            // Backpressure, as in GateOperator: while the buffer is full, write nothing more; the
-            // tick (a mail of this operator's priority) may release records or decide this one.
-            while (held.full(fn.holdMaxRecords(), fn.holdMaxBytes(), bytes.length)) {
-                if (!backpressureLogged) {
-                    backpressureLogged = true;
-                    LOG.warn("bluegreen gate in the sink ({}): hold buffer full ({} records, {} bytes; bounds {} records, {} bytes): "
-                            + "backpressure until held records are released (GateProcessFunction.withHoldBuffer sets the bounds)",
-                            fn.color(), held.size(), held.bytes(), fn.holdMaxRecords(), fn.holdMaxBytes());
-                }
-                mailbox.yield();
-                Gate.Snapshot s = gate.latest();
-                if (s != decidedUnder) {
-                    stateChanged(s);
-                }
-                Decision d = applied.rule.decide(t);
-                if (d == Decision.PASS) {
-                    pass(t);
-                    inner.write(element, heldBack.of(hasTs, ts, holding ? writtenWatermark : inputWatermark));
-                    return;
-                }
-                if (d == Decision.DROP) {
-                    fn.drop(applied.rule, t);
-                    return;
-                }
+            boolean nowHeld;
+            try {
+                nowHeld = holdings.hold(element, hasTs, ts, t);
+            } catch (IOException | InterruptedException | RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new IOException(e);
             }
-            backpressureLogged = false;
-            fn.countHeld();
-            held.add(new HoldBuffer.Held(bytes, hasTs, ts, t, System.currentTimeMillis()));
-            holding = true;
-            passAbove = Long.MAX_VALUE;
-            timestampPassAbove = Long.MAX_VALUE;
+            if (nowHeld) {
+                holding = true;
+                passAbove = Long.MAX_VALUE;
+                timestampPassAbove = Long.MAX_VALUE;
+            }
         }
 
         /**
@@ -553,23 +544,9 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
 
         private void release(Gate.Snapshot s) throws IOException, InterruptedException {
             decided(s);
-            Rule rule = s.rule;
             boolean changed;
             try {
-                changed = held.release(rule, new HoldBuffer.Outcome() {
-                    @Override
-                    public void pass(HoldBuffer.Held h) throws Exception {
-                        GatedWriter.this.pass(h.eventTime);
-                        T value = serializer.deserialize(new DataInputDeserializer(h.bytes));
-                        // The watermark written so far is below every held timestamp: on time.
-                        inner.write(value, heldBack.of(h.hasTimestamp, h.timestamp, writtenWatermark));
-                    }
-
-                    @Override
-                    public void drop(HoldBuffer.Held h) {
-                        fn.drop(rule, h.eventTime);
-                    }
-                });
+                changed = holdings.release(s.rule);
             } catch (IOException | InterruptedException | RuntimeException e) {
                 throw e;
             } catch (Exception e) {
@@ -639,13 +616,7 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
             }
             fn.raiseMaxPassed(maxPassed); // the metric and report line lag by at most one tick
             checkQuiet();
-            HoldBuffer.Held oldest = held.oldest();
-            if (oldest != null) {
-                long heldMs = System.currentTimeMillis() - oldest.sinceMs;
-                if (heldMs * 1_000_000L > fn.holdTimeoutNanos()) {
-                    throw new GateHoldTimeoutException(fn.holdTimeoutMessage(oldest.eventTime, heldMs));
-                }
-            }
+            holdings.checkTimeout();
             scheduleTick();
         }
 
@@ -654,9 +625,7 @@ public abstract class GatedSink<T> extends DiscardingSink<T> implements Supports
         @Override
         public void flush(boolean endOfInput) throws IOException, InterruptedException {
             if (endOfInput) {
-                while (holding) {
-                    mailbox.yield(); // the tick releases (or times out) what is held
-                }
+                holdings.awaitAllDecided();
             }
             inner.flush(endOfInput);
         }

@@ -9,9 +9,8 @@ import org.apache.flink.metrics.MetricGroup;
 /**
  * The held records of one gate subtask, in arrival order, with their accounting: count, serialized
  * bytes, lowest timestamp (for the held-back watermark) and age of the oldest (for the hold
- * timeout), published for the metric reporter. Shared by both placements of the gate: the
- * operator ({@link GateOperator}) and the sink writer ({@link GatedSink}). Task thread only, but
- * for the published gauges.
+ * timeout), published for the metric reporter. {@link HeldRecords} holds and releases through it
+ * for both placements of the gate. Task thread only, but for the published gauges.
  */
 final class HoldBuffer {
     /** A record waiting for a state that decides it: its serialized value, Flink timestamp and event time. */
