@@ -226,6 +226,16 @@ fn configmap_cases() -> Vec<Value> {
             inputs.push((format!("{stage} with floor = {floor:?}"), data));
         }
     }
+    // protocol-version is read as a u64: every other number than 1 is unsupported, beyond u64 invalid.
+    for v in ["18446744073709551615", "18446744073709551616", "1 ", "0x1"] {
+        inputs.push((
+            format!("{} = {v:?}", keys::PROTOCOL_VERSION),
+            with(keys::PROTOCOL_VERSION, Some(v)),
+        ));
+    }
+    for (name, data, _) in several_errors() {
+        inputs.push((name.to_owned(), data));
+    }
     let mut extra = valid_data();
     extra.insert("is-first-deployment".into(), "false".into());
     extra.insert("x-future-key".into(), "anything".into());
@@ -246,6 +256,106 @@ fn configmap_cases() -> Vec<Value> {
             json!({ "name": name, "configmap": data, "expect": expect })
         })
         .collect()
+}
+
+/// ConfigMaps with several faults and the one error each must get: the first in the order of
+/// docs/protocol.md ("Which error a bad ConfigMap gets"), written out by hand.
+fn several_errors() -> Vec<(
+    &'static str,
+    BTreeMap<String, String>,
+    (&'static str, &'static str),
+)> {
+    let edit = |edits: &[(&str, Option<&str>)]| {
+        let mut data = valid_data();
+        for (key, value) in edits {
+            match value {
+                Some(v) => data.insert((*key).to_owned(), (*v).to_owned()),
+                None => data.remove(*key),
+            };
+        }
+        data
+    };
+    vec![
+        (
+            "several errors: an unsupported version wins over a bad stage",
+            edit(&[
+                (keys::PROTOCOL_VERSION, Some("2")),
+                (keys::STAGE, Some("DONE")),
+            ]),
+            ("UnsupportedVersion", keys::PROTOCOL_VERSION),
+        ),
+        (
+            "several errors: a missing version wins over a missing epoch",
+            edit(&[(keys::PROTOCOL_VERSION, None), (keys::EPOCH, None)]),
+            ("MissingKey", keys::PROTOCOL_VERSION),
+        ),
+        (
+            "several errors: the active color before the deletion delay",
+            edit(&[
+                (keys::ACTIVE_DEPLOYMENT_TYPE, Some("RED")),
+                (keys::DEPLOYMENT_DELETION_DELAY_MS, Some("-1")),
+            ]),
+            ("InvalidValue", keys::ACTIVE_DEPLOYMENT_TYPE),
+        ),
+        (
+            "several errors: the deletion delay before a missing stage",
+            edit(&[
+                (keys::DEPLOYMENT_DELETION_DELAY_MS, Some("10s")),
+                (keys::STAGE, None),
+            ]),
+            ("InvalidValue", keys::DEPLOYMENT_DELETION_DELAY_MS),
+        ),
+        (
+            "several errors: the stage before the watermark stage and the epoch",
+            edit(&[
+                (keys::STAGE, Some("running")),
+                (keys::WATERMARK_STAGE, Some("SET")),
+                (keys::EPOCH, Some("x")),
+            ]),
+            ("InvalidValue", keys::STAGE),
+        ),
+        (
+            "several errors: the epoch before the toggle value",
+            edit(&[
+                (keys::EPOCH, Some("-3")),
+                (keys::WATERMARK_TOGGLE_VALUE, Some("1e3")),
+            ]),
+            ("InvalidValue", keys::EPOCH),
+        ),
+        (
+            "several errors: the toggle value before the floor",
+            edit(&[
+                (keys::WATERMARK_TOGGLE_VALUE, Some("+5")),
+                (keys::FLOOR, Some("none")),
+            ]),
+            ("InvalidValue", keys::WATERMARK_TOGGLE_VALUE),
+        ),
+        (
+            "several errors: a bad floor before stages that contradict each other",
+            edit(&[
+                (keys::STAGE, Some("INITIALIZING")),
+                (keys::FLOOR, Some("x")),
+            ]),
+            ("InvalidValue", keys::FLOOR),
+        ),
+        (
+            "several errors: contradicting stages before a floor above W",
+            edit(&[
+                (keys::STAGE, Some("CLEAR_TO_TEARDOWN")),
+                (keys::WATERMARK_STAGE, Some("WAITING_FOR_WATERMARK")),
+                (keys::FLOOR, Some("1700000000001")),
+            ]),
+            ("Inconsistent", keys::WATERMARK_STAGE),
+        ),
+    ]
+}
+
+#[test]
+fn several_errors_get_the_first_in_the_documented_order() {
+    for (name, data, (kind, key)) in several_errors() {
+        let e = CoordinationState::from_data(&data).expect_err(name);
+        assert_eq!((e.kind(), e.key()), (kind, key), "{name}");
+    }
 }
 
 fn state_json(s: &CoordinationState) -> Value {
@@ -446,6 +556,16 @@ fn report_table() -> Vec<(&'static str, String, Expect)> {
             Error("MissingKey", "idle"),
         ),
         (
+            "tabs and runs of spaces between the keys",
+            "\tepoch=7  stage=TRANSITIONING\tactive=GREEN \n watermark-stage=1\ttoggle=1000 floor= max-passed=998\r\nwatermark=995 idle=false ".to_owned(),
+            Fields { applied: proposed, max_passed: Some("998"), watermark: Some("995"), idle: false, problem: None },
+        ),
+        (
+            "a misspelt key in place of a known one",
+            base("watermark-stage=1 toggle=1000 flor= max-passed=998 watermark=995 idle=false"),
+            Error("UnexpectedKey", "floor"),
+        ),
+        (
             "keys out of order",
             "stage=TRANSITIONING epoch=7 active=GREEN watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false".to_owned(),
             Error("UnexpectedKey", "epoch"),
@@ -642,10 +762,12 @@ fn implementation_follows_every_gate_report_vector() {
                     "problem": r.problem,
                 });
                 assert_eq!(&got, want, "{line:?}");
-                // Writing the parsed report gives the line back (without ignored trailing keys).
+                // Writing the parsed report gives the line back (single spaces, without ignored
+                // trailing keys).
                 let written = r.to_string();
                 let core = written.split(" problem=").next().unwrap_or_default();
-                assert!(line.starts_with(core), "{line:?} vs {r}");
+                let spaced = line.split_ascii_whitespace().collect::<Vec<_>>().join(" ");
+                assert!(spaced.starts_with(core), "{line:?} vs {r}");
                 assert_eq!(written.parse::<GateReport>().as_ref(), Ok(r), "{written:?}");
             }
             (Err(e), None) => {
