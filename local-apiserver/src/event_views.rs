@@ -5,16 +5,14 @@
 //! `reportingComponent` ↔ `reportingController`; the rest by name).
 //!
 //! The server keeps a converted copy in the other view's storage, written together with each
-//! change (same name, namespace and uid; its own resourceVersion), so a watch, list or field
-//! selector on either API sees every Event.
+//! change (same name, namespace and uid; its own resourceVersion; the store's `Inner::commit`
+//! writes it), so a watch, list or field selector on either API sees every Event.
 
 use k8s_openapi::api::core::v1::{Event as CoreEvent, ObjectReference};
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use serde_json::Value;
 
-use super::meta::set_meta;
 use super::resources::GroupResource;
-use super::store::{EventType, Inner, ObjKey};
 
 const EVENTS_GROUP: &str = "events.k8s.io";
 
@@ -32,13 +30,14 @@ pub(crate) enum ConversionError {
 
 /// The two views of the Event store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum View {
+pub(crate) enum View {
     Core,
     Events,
 }
 
 impl View {
-    fn of(gr: &GroupResource) -> Option<Self> {
+    /// The view `gr` is, if it is one of the two Event resources.
+    pub fn of(gr: &GroupResource) -> Option<Self> {
         match (gr.group.as_str(), gr.resource.as_str()) {
             ("", "events") => Some(Self::Core),
             (EVENTS_GROUP, "events") => Some(Self::Events),
@@ -46,14 +45,16 @@ impl View {
         }
     }
 
-    fn other(self) -> Self {
+    /// The other view.
+    pub fn other(self) -> Self {
         match self {
             Self::Core => Self::Events,
             Self::Events => Self::Core,
         }
     }
 
-    fn gr(self) -> GroupResource {
+    /// The view's resource.
+    pub fn gr(self) -> GroupResource {
         match self {
             Self::Core => GroupResource::new("", "events"),
             Self::Events => GroupResource::new(EVENTS_GROUP, "events"),
@@ -68,49 +69,8 @@ impl View {
     }
 }
 
-/// After a change of an Event in one view (already committed), writes the same change to the
-/// other view. Does nothing for other kinds.
-pub(crate) fn mirror(
-    inner: &mut Inner,
-    gr: &GroupResource,
-    key: ObjKey,
-    kind: EventType,
-    stored: &Value,
-) {
-    let Some(view) = View::of(gr) else {
-        return;
-    };
-    let other = view.other().gr();
-    let existing = inner.get(&other, &key.0, &key.1);
-    if kind == EventType::Deleted {
-        if let Some(existing) = existing {
-            inner.commit_one(&other, key, (*existing).clone(), EventType::Deleted);
-        }
-        return;
-    }
-    let mut converted = match convert(view, stored) {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::warn!(error = %e, name = %key.1, "event not mirrored to the other Event API");
-            return;
-        }
-    };
-    let kind = match existing {
-        Some(existing) => {
-            let rv = existing.pointer("/metadata/resourceVersion").cloned();
-            set_meta(&mut converted, "resourceVersion", rv);
-            if converted == *existing {
-                return;
-            }
-            EventType::Modified
-        }
-        None => EventType::Added,
-    };
-    inner.commit_one(&other, key, converted, kind);
-}
-
 /// `stored` (an Event of `from`) as the other view's Event.
-fn convert(from: View, stored: &Value) -> Result<Value, ConversionError> {
+pub(crate) fn convert(from: View, stored: &Value) -> Result<Value, ConversionError> {
     let decode = |source| ConversionError::Decode {
         view: from.name(),
         source,

@@ -285,7 +285,16 @@ async fn handle(
             .map(|v| json_response(StatusCode::CREATED, &v));
     }
     if let Some(review) = Review::at(&target.group, &target.version, &resource) {
-        return self_review::handle(app, user.as_deref(), review, method, headers, &body);
+        return self_review::handle(
+            &app.store,
+            &app.auth,
+            user.as_deref(),
+            review,
+            method,
+            headers,
+            &body,
+        )
+        .map(|v| json_response(StatusCode::CREATED, &v));
     }
     let p = params(uri)?;
     let watching = method == Method::GET && flag(&p, "watch");

@@ -3,8 +3,7 @@
 //! (authentication.k8s.io/v1, `kubectl auth whoami`). Neither is stored: a create answers
 //! `201` with the request and its `status`, as on a real server.
 
-use axum::response::Response;
-use http::{HeaderMap, Method, StatusCode, header};
+use http::{HeaderMap, Method, header};
 use k8s_openapi::api::authentication::v1::{
     SelfSubjectReview, SelfSubjectReviewStatus, UserInfo as ReviewUserInfo,
 };
@@ -16,7 +15,6 @@ use serde_json::Value;
 use super::api_error::ApiError;
 use super::auth::AuthState;
 use super::authn::UserInfo;
-use super::http::{App, json_response};
 use super::meta::parse_body;
 use super::protobuf;
 use super::rbac::{self, Attributes, Decision, ResourceTarget, Target};
@@ -54,15 +52,17 @@ impl Review {
     }
 }
 
-/// `POST` of a self review (`kubectl auth can-i`, `kubectl auth whoami`): answered, not stored.
+/// `POST` of a self review (`kubectl auth can-i`, `kubectl auth whoami`): answered (the body of
+/// a `201`), not stored.
 pub(crate) fn handle(
-    app: &App,
+    store: &Store,
+    auth: &AuthState,
     user: Option<&UserInfo>,
     review: Review,
     method: &Method,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<Response, ApiError> {
+) -> Result<Value, ApiError> {
     if method != Method::POST {
         return Err(ApiError::method_not_allowed(
             "the server does not allow this method on the requested resource (reviews support create only)",
@@ -77,8 +77,7 @@ pub(crate) fn handle(
     } else {
         parse_body(body, content_type.contains("yaml")).map_err(ApiError::bad_request)?
     };
-    answer(review, &app.store, &app.auth, user, request)
-        .map(|v| json_response(StatusCode::CREATED, &v))
+    answer(review, store, auth, user, request)
 }
 
 /// Answers a review for `user` (`None`: authentication is off).

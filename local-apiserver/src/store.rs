@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use super::event_views::mirror;
+use super::event_views::{View, convert};
 use super::meta::set_meta;
 use super::resources::{GroupResource, RBAC as RBAC_GROUP, Registry};
 
@@ -94,7 +94,7 @@ pub(crate) enum HistoryStart {
 impl Inner {
     /// Stores `obj` (or removes it when `kind` is `Deleted`) with a new resourceVersion and
     /// publishes the event. Returns the stored object. A change of an Event is also made in the
-    /// other Event API's view ([`mirror`]).
+    /// other Event API's view ([`Inner::mirror`]).
     pub fn commit(
         &mut self,
         gr: &GroupResource,
@@ -103,8 +103,43 @@ impl Inner {
         kind: EventType,
     ) -> Arc<Value> {
         let stored = self.commit_one(gr, key.clone(), obj, kind);
-        mirror(self, gr, key, kind, &stored);
+        self.mirror(gr, key, kind, &stored);
         stored
+    }
+
+    /// After a change of an Event in one view (already committed), writes the same change to the
+    /// other view. Does nothing for other kinds.
+    fn mirror(&mut self, gr: &GroupResource, key: ObjKey, kind: EventType, stored: &Value) {
+        let Some(view) = View::of(gr) else {
+            return;
+        };
+        let other = view.other().gr();
+        let existing = self.get(&other, &key.0, &key.1);
+        if kind == EventType::Deleted {
+            if let Some(existing) = existing {
+                self.commit_one(&other, key, (*existing).clone(), EventType::Deleted);
+            }
+            return;
+        }
+        let mut converted = match convert(view, stored) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(error = %e, name = %key.1, "event not mirrored to the other Event API");
+                return;
+            }
+        };
+        let kind = match existing {
+            Some(existing) => {
+                let rv = existing.pointer("/metadata/resourceVersion").cloned();
+                set_meta(&mut converted, "resourceVersion", rv);
+                if converted == *existing {
+                    return;
+                }
+                EventType::Modified
+            }
+            None => EventType::Added,
+        };
+        self.commit_one(&other, key, converted, kind);
     }
 
     /// [`Inner::commit`] of this one object only.
