@@ -5,6 +5,7 @@ use bluegreen_protocol::wire::{flink_config, flink_deployment};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::checks::ValidSpec;
 use crate::error::Error;
 use crate::injection::{self, GateTarget};
 pub use crate::names::{
@@ -63,10 +64,11 @@ pub struct ChildContext<'a> {
 
 /// Builds the child of `color` as a server-side-apply body: the template with the gates'
 /// Flink configuration and environment and, unless turned off, the `bluegreen-sidecar` in the
-/// TaskManager pod template ([`injection`]). Fails only for a spec `settings::validate` refuses.
+/// TaskManager pod template ([`injection`]), from `spec` and what its validation found (`valid`).
 pub fn build(
     ctx: &ChildContext<'_>,
     spec: &FlinkBlueGreenDeploymentSpec,
+    valid: &ValidSpec,
     color: Color,
     template_hash: &str,
     restore_path: Option<&str>,
@@ -91,13 +93,14 @@ pub fn build(
     }
     injection::inject(
         &mut child_spec.other,
+        &valid.pod_templates,
         &spec.sidecar,
         GateTarget {
             color,
             configmap: &configmap,
             namespace: ctx.namespace,
         },
-    )?;
+    );
     let spec_value = serde_json::to_value(&child_spec)?;
 
     let mut labels: Map<String, Value> = template
@@ -145,6 +148,10 @@ mod tests {
     use super::*;
     use crate::fixtures::spec;
 
+    fn valid(s: &FlinkBlueGreenDeploymentSpec) -> ValidSpec {
+        crate::checks::validate_spec(s).expect("valid")
+    }
+
     fn ctx() -> ChildContext<'static> {
         ChildContext {
             deployment: "orders",
@@ -158,7 +165,15 @@ mod tests {
     #[test]
     fn child_carries_gate_config_owner_and_restore_path() {
         let s = spec("local:///job.jar");
-        let child = build(&ctx(), &s, Color::Green, "abc", Some("file:///sp/1")).expect("valid");
+        let child = build(
+            &ctx(),
+            &s,
+            &valid(&s),
+            Color::Green,
+            "abc",
+            Some("file:///sp/1"),
+        )
+        .expect("valid");
         assert_eq!(child["metadata"]["name"], "orders-green");
         assert_eq!(child["metadata"]["labels"][LABEL_COLOR], "green");
         assert_eq!(
@@ -196,7 +211,7 @@ mod tests {
             "podTemplate".into(),
             json!({"spec": {"containers": [{"name": "flink-main-container", "env": [{"name": "A", "value": "1"}]}, {"name": "side"}]}}),
         );
-        let child = build(&ctx(), &s, Color::Blue, "h", None).expect("valid");
+        let child = build(&ctx(), &s, &valid(&s), Color::Blue, "h", None).expect("valid");
         assert_eq!(child["spec"]["jobManager"]["resource"]["memory"], "2048m");
         let containers = child["spec"]["podTemplate"]["spec"]["containers"]
             .as_array()
@@ -253,7 +268,7 @@ mod tests {
     #[test]
     fn the_child_carries_the_sidecar_once_merged_with_the_users_task_manager_template() {
         let s = spec_with_pod_templates();
-        let child = build(&ctx(), &s, Color::Green, "h", None).expect("valid");
+        let child = build(&ctx(), &s, &valid(&s), Color::Green, "h", None).expect("valid");
         assert_eq!(sidecars(&child), 1, "{child}");
         let pod = task_manager_pod(&child);
         let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
@@ -310,14 +325,14 @@ mod tests {
             "{main}"
         );
         // Rendering again (every reconcile that applies the child) does not add it twice.
-        let again = build(&ctx(), &s, Color::Green, "h", None).expect("valid");
+        let again = build(&ctx(), &s, &valid(&s), Color::Green, "h", None).expect("valid");
         assert_eq!(again, child);
     }
 
     #[test]
     fn the_children_validate_against_the_upstream_flink_deployment_schema() {
         for s in [spec("local:///job.jar"), spec_with_pod_templates()] {
-            let child = build(&ctx(), &s, Color::Blue, "h", None).expect("valid");
+            let child = build(&ctx(), &s, &valid(&s), Color::Blue, "h", None).expect("valid");
             let report =
                 bluegreen_local_flink::crd::validate_flink_deployment(&child).expect("schema");
             assert!(report.errors.is_empty(), "{:?}", report.errors);
@@ -333,7 +348,7 @@ mod tests {
     fn turned_off_the_child_has_no_sidecar() {
         let mut s = spec_with_pod_templates();
         s.sidecar.inject = false;
-        let child = build(&ctx(), &s, Color::Blue, "h", None).expect("valid");
+        let child = build(&ctx(), &s, &valid(&s), Color::Blue, "h", None).expect("valid");
         assert_eq!(sidecars(&child), 0, "{child}");
         assert!(!child.to_string().contains(injection::env::SIDECAR_URL));
         let names: Vec<String> = task_manager_pod(&child)

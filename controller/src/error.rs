@@ -4,23 +4,8 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The resource's spec is invalid; nothing that runs was changed.
-    #[error("invalid spec: `{field}` {message}")]
-    InvalidSpec {
-        /// The offending field, as a JSON path.
-        field: &'static str,
-        /// What is wrong and how to fix it.
-        message: String,
-    },
-    /// Like [`Error::InvalidSpec`], for a field whose path is known only at run time (a template
-    /// field the upstream FlinkDeployment schema refuses, `metadata.name`); nothing that runs was
-    /// changed.
-    #[error("invalid spec: `{field}` {message}")]
-    InvalidField {
-        /// The offending field, as a JSON path.
-        field: String,
-        /// What is wrong and how to fix it.
-        message: String,
-    },
+    #[error("invalid spec: {0}")]
+    InvalidSpec(#[from] SpecError),
     /// A Kubernetes API call failed.
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
@@ -99,7 +84,7 @@ impl Error {
     /// A short label for metrics.
     pub fn metric_label(&self) -> &'static str {
         match self {
-            Self::InvalidSpec { .. } | Self::InvalidField { .. } => "invalid_spec",
+            Self::InvalidSpec(_) => "invalid_spec",
             Self::Kube(_) => "kube",
             Self::FlinkRest { .. }
             | Self::FlinkRequest { .. }
@@ -112,6 +97,27 @@ impl Error {
             Self::ReconcileTimeout(_) => "timeout",
             Self::Finalizer(_) => "finalizer",
             Self::Lease(_) => "lease",
+        }
+    }
+}
+
+/// Why a spec is refused: the field, as a JSON path (`spec.…` or `metadata.name`), and what is
+/// wrong with it and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{field}` {message}")]
+pub struct SpecError {
+    /// The offending field, as a JSON path.
+    pub field: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl SpecError {
+    /// The refusal of `field` with `message`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Applies a plan (a handover's or a deletion's): the status first (intent), then each action in
-//! order (I/O only). A child is applied after its gates' Role and RoleBinding.
+//! order (I/O only). A child is applied after its gates' Role and RoleBinding, rendered from what
+//! validating its spec found.
 
 use bluegreen_protocol::{Color, CoordinationState, check_transition, configmap_name};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -9,17 +10,26 @@ use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
+use crate::checks::{ValidSpec, validate_spec};
 use crate::child::{ChildContext, build, child_name};
 use crate::context::{ACTION_ANNOTATION, Context, FIELD_MANAGER, flink_deployment_resource};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SpecError};
 use crate::flink_rest::{FlinkRest, trigger_id};
 use crate::gate_rbac;
 use crate::handover::{Action, Note, Plan};
-use crate::resource::{FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentStatus};
+use crate::resource::{
+    FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus,
+};
 
 /// Writes the plan's status, then runs its actions; stops at the first failing action (the next
-/// reconcile plans again from the written status).
-pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan) -> Result<()> {
+/// reconcile plans again from the written status). `valid` is what validating `fbgd`'s spec found
+/// (`Observed::valid`); the plan applies a child only when it is `Ok`.
+pub async fn execute(
+    ctx: &Context,
+    fbgd: &FlinkBlueGreenDeployment,
+    valid: &Result<ValidSpec, SpecError>,
+    plan: &Plan,
+) -> Result<()> {
     let namespace = fbgd
         .namespace()
         .ok_or(Error::MissingMetadata("namespace"))?;
@@ -47,12 +57,13 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
                 template_hash,
                 restore_path,
             } => {
-                apply_gate_rbac(ctx, fbgd, &namespace, *color).await?;
-                let body = child_body(fbgd, *color, template_hash, restore_path.as_deref())?;
-                let params = PatchParams::apply(FIELD_MANAGER).force();
-                children
-                    .patch(&child_name(&name, *color), &params, &Patch::Apply(&body))
-                    .await?;
+                let from = Render {
+                    spec: &fbgd.spec,
+                    valid: valid.as_ref().map_err(SpecError::clone)?,
+                    template_hash,
+                    restore_path: restore_path.as_deref(),
+                };
+                apply_child(ctx, &children, fbgd, &namespace, *color, &from).await?;
             }
             Action::RepairChild {
                 color,
@@ -60,15 +71,16 @@ pub async fn execute(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, plan: &Plan
                 template_hash,
                 restore_path,
             } => {
-                // The child as the spec that last ran well renders it, for the incoming color.
-                let mut repaired = Box::new(fbgd.clone());
-                repaired.spec = (**spec).clone();
-                apply_gate_rbac(ctx, &repaired, &namespace, *color).await?;
-                let body = child_body(&repaired, *color, template_hash, Some(restore_path))?;
-                let params = PatchParams::apply(FIELD_MANAGER).force();
-                children
-                    .patch(&child_name(&name, *color), &params, &Patch::Apply(&body))
-                    .await?;
+                // The child as the spec that last ran well renders it, for the incoming color:
+                // that spec is not the resource's, so it is validated here, on its own.
+                let repaired = validate_spec(spec)?;
+                let from = Render {
+                    spec,
+                    valid: &repaired,
+                    template_hash,
+                    restore_path: Some(restore_path),
+                };
+                apply_child(ctx, &children, fbgd, &namespace, *color, &from).await?;
             }
             Action::RestartChild { color, nonce } => {
                 restart_child(&children, &child_name(&name, *color), *nonce).await?;
@@ -150,12 +162,46 @@ where
     }
 }
 
-/// The server-side-apply body of the child of `color` from the current template.
+/// What a child is rendered from.
+struct Render<'a> {
+    /// The resource's spec, or the one a forward repair redeploys.
+    spec: &'a FlinkBlueGreenDeploymentSpec,
+    /// What validating `spec` found.
+    valid: &'a ValidSpec,
+    /// The template's hash, recorded on the child.
+    template_hash: &'a str,
+    /// `initialSavepointPath` of the child.
+    restore_path: Option<&'a str>,
+}
+
+/// Server-side applies the child of `color` of `fbgd` rendered `from`, after its gates' Role and
+/// RoleBinding.
+async fn apply_child(
+    ctx: &Context,
+    children: &Api<DynamicObject>,
+    fbgd: &FlinkBlueGreenDeployment,
+    namespace: &str,
+    color: Color,
+    from: &Render<'_>,
+) -> Result<()> {
+    apply_gate_rbac(ctx, fbgd, from.valid, namespace, color).await?;
+    let body = child_body(fbgd, color, from)?;
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    children
+        .patch(
+            &child_name(&fbgd.name_any(), color),
+            &params,
+            &Patch::Apply(&body),
+        )
+        .await?;
+    Ok(())
+}
+
+/// The server-side-apply body of the child of `color` of `fbgd`, rendered `from`.
 fn child_body(
     fbgd: &FlinkBlueGreenDeployment,
     color: Color,
-    template_hash: &str,
-    restore_path: Option<&str>,
+    from: &Render<'_>,
 ) -> Result<serde_json::Value> {
     let namespace = fbgd
         .namespace()
@@ -171,16 +217,24 @@ fn child_body(
         owner_api_version: &owner_api_version,
         owner_kind: &owner_kind,
     };
-    build(&child_ctx, &fbgd.spec, color, template_hash, restore_path)
+    build(
+        &child_ctx,
+        from.spec,
+        from.valid,
+        color,
+        from.template_hash,
+        from.restore_path,
+    )
 }
 
-/// Server-side applies the gates' Role and the RoleBinding of the child of `color` (owned by the
-/// resource, so they are garbage-collected with it). Runs before every apply of that child, so
+/// Server-side applies the gates' Role and the RoleBinding of the child of `color` to the service
+/// account of `valid` (owned by the resource, so they are garbage-collected with it). Runs before every apply of that child, so
 /// its TaskManagers can read the ConfigMap from their first start, and repeats harmlessly after a
 /// restart.
 async fn apply_gate_rbac(
     ctx: &Context,
     fbgd: &FlinkBlueGreenDeployment,
+    valid: &ValidSpec,
     namespace: &str,
     color: Color,
 ) -> Result<()> {
@@ -188,13 +242,12 @@ async fn apply_gate_rbac(
     let owner = fbgd
         .controller_owner_ref(&())
         .ok_or(Error::MissingMetadata("uid"))?;
-    let account = gate_rbac::service_account(&fbgd.spec.template.spec)?;
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let role = gate_rbac::role(namespace, &name, owner.clone());
     Api::<Role>::namespaced(ctx.client.clone(), namespace)
         .patch(&gate_rbac::role_name(&name), &params, &Patch::Apply(&role))
         .await?;
-    let binding = gate_rbac::role_binding(namespace, &name, color, &account, owner);
+    let binding = gate_rbac::role_binding(namespace, &name, color, &valid.service_account, owner);
     Api::<RoleBinding>::namespaced(ctx.client.clone(), namespace)
         .patch(
             &gate_rbac::role_binding_name(&name, color),

@@ -2,12 +2,13 @@
 
 use bluegreen_protocol::{AppliedState, Color, GateReport, Stage, Toggle};
 
+use crate::checks::{ValidSpec, validate_spec};
+use crate::error::SpecError;
 use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, GateObs, JobState, Observed};
 use crate::resource::{
     FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus, FlinkDeploymentSpec,
     FlinkDeploymentTemplate, JobSpec,
 };
-use crate::settings::validate;
 
 /// A spec with defaults and the given jar.
 pub fn spec(jar: &str) -> FlinkBlueGreenDeploymentSpec {
@@ -30,13 +31,11 @@ pub fn spec(jar: &str) -> FlinkBlueGreenDeploymentSpec {
     }
 }
 
-/// Settings validated from the default spec after `edit`.
-pub fn settings(
-    edit: impl FnOnce(&mut FlinkBlueGreenDeploymentSpec),
-) -> Result<crate::settings::Settings, (String, String)> {
+/// The default spec after `edit`, validated.
+pub fn valid(edit: impl FnOnce(&mut FlinkBlueGreenDeploymentSpec)) -> Result<ValidSpec, SpecError> {
     let mut s = spec("local:///job.jar");
     edit(&mut s);
-    validate(&s).map_err(|e| (String::new(), e.to_string()))
+    validate_spec(&s)
 }
 
 /// An observation of a fresh resource at 2026-01-01T00:00:00Z with template hash `h1`.
@@ -45,7 +44,7 @@ pub fn observed() -> Observed {
         now: "2026-01-01T00:00:00Z".parse().expect("timestamp"),
         generation: 1,
         uid: "uid-1".into(),
-        settings: settings(|_| {}),
+        valid: valid(|_| {}),
         template_hash: "h1".into(),
         initial_savepoint: None,
         redeploy_nonce: None,

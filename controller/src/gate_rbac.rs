@@ -14,7 +14,7 @@ use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde_json::Value;
 
-use crate::error::Error;
+use crate::error::SpecError;
 use crate::names::{LABEL_COLOR, LABEL_DEPLOYMENT, child_name};
 use crate::resource::FlinkDeploymentSpec;
 
@@ -40,14 +40,13 @@ pub fn role_binding_name(deployment: &str, color: Color) -> String {
 /// The service account the TaskManagers of a child of `spec` run with:
 /// `flinkConfiguration[kubernetes.taskmanager.service-account]`, else `serviceAccount`, else
 /// `flink`.
-pub fn service_account(spec: &FlinkDeploymentSpec) -> Result<String, Error> {
+pub fn service_account(spec: &FlinkDeploymentSpec) -> Result<String, SpecError> {
     if let Some(account) = spec.flink_configuration.get(TASK_MANAGER_SERVICE_ACCOUNT) {
         return if account.trim().is_empty() {
-            Err(Error::InvalidSpec {
-                field: "spec.template.spec.flinkConfiguration[kubernetes.taskmanager.service-account]",
-                message: "is empty; name the TaskManagers' ServiceAccount or leave the key out"
-                    .into(),
-            })
+            Err(SpecError::new(
+                "spec.template.spec.flinkConfiguration[kubernetes.taskmanager.service-account]",
+                "is empty; name the TaskManagers' ServiceAccount or leave the key out",
+            ))
         } else {
             Ok(account.trim().to_owned())
         };
@@ -55,13 +54,13 @@ pub fn service_account(spec: &FlinkDeploymentSpec) -> Result<String, Error> {
     match spec.other.get("serviceAccount") {
         None | Some(Value::Null) => Ok(DEFAULT_SERVICE_ACCOUNT.to_owned()),
         Some(Value::String(account)) if !account.trim().is_empty() => Ok(account.trim().to_owned()),
-        Some(other) => Err(Error::InvalidSpec {
-            field: "spec.template.spec.serviceAccount",
-            message: format!(
+        Some(other) => Err(SpecError::new(
+            "spec.template.spec.serviceAccount",
+            format!(
                 "{other} is not a ServiceAccount name; write the job's ServiceAccount (e.g. \
                  flink) or leave it out for {DEFAULT_SERVICE_ACCOUNT}"
             ),
-        }),
+        )),
     }
 }
 
@@ -240,10 +239,10 @@ mod tests {
         s.other
             .insert("serviceAccount".into(), serde_json::json!(7));
         match service_account(&s) {
-            Err(Error::InvalidSpec { field, .. }) => {
+            Err(SpecError { field, .. }) => {
                 assert_eq!(field, "spec.template.spec.serviceAccount");
             }
-            other => panic!("expected InvalidSpec, got {other:?}"),
+            other => panic!("expected a refusal, got {other:?}"),
         }
     }
 }

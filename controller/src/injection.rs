@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::Error;
+use crate::error::SpecError;
 use crate::resource::{FlinkBlueGreenDeploymentSpec, SidecarInjection};
 
 /// The name of the injected container (and of a container the user may have added by hand).
@@ -127,15 +127,17 @@ fn read<T: DeserializeOwned + Default>(
     other: &BTreeMap<String, Value>,
     key: &str,
     field: &'static str,
-) -> Result<T, Error> {
+) -> Result<T, SpecError> {
     match other.get(key) {
         None | Some(Value::Null) => Ok(T::default()),
-        Some(value) => serde_json::from_value(value.clone()).map_err(|e| Error::InvalidSpec {
-            field,
-            message: format!(
-                "is not a valid pod template ({e}); it is a Pod: `spec.containers` and \
-                 `spec.initContainers` are lists of containers, each with a `name`"
-            ),
+        Some(value) => serde_json::from_value(value.clone()).map_err(|e| {
+            SpecError::new(
+                field,
+                format!(
+                    "is not a valid pod template ({e}); it is a Pod: `spec.containers` and \
+                     `spec.initContainers` are lists of containers, each with a `name`"
+                ),
+            )
         }),
     }
 }
@@ -147,22 +149,26 @@ fn write<T: Serialize>(other: &mut BTreeMap<String, Value>, key: &str, value: &T
     );
 }
 
-/// The user's pod templates: the common one and the TaskManager's section.
-struct Templates {
+/// The user's pod templates as validation parsed them: the common one and the TaskManager's
+/// section.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct PodTemplates {
     common: PodTemplate,
     task_manager: TaskManagerPart,
 }
 
-impl Templates {
-    fn read(other: &BTreeMap<String, Value>) -> Result<Self, Error> {
+impl PodTemplates {
+    /// Reads the pod templates from the FlinkDeployment spec's pass-through fields, naming the
+    /// field whose shape is wrong.
+    fn read(other: &BTreeMap<String, Value>) -> Result<Self, SpecError> {
         let task_manager = match other.get(TASK_MANAGER_KEY) {
             None | Some(Value::Null) => TaskManagerPart::default(),
             Some(Value::Object(_)) => read(other, TASK_MANAGER_KEY, TASK_MANAGER_TEMPLATE_FIELD)?,
             Some(_) => {
-                return Err(Error::InvalidSpec {
-                    field: TASK_MANAGER_FIELD,
-                    message: "must be an object (the FlinkDeployment's taskManager section)".into(),
-                });
+                return Err(SpecError::new(
+                    TASK_MANAGER_FIELD,
+                    "must be an object (the FlinkDeployment's taskManager section)",
+                ));
             }
         };
         Ok(Self {
@@ -182,35 +188,35 @@ impl Templates {
     }
 }
 
-/// Checks what rendering needs from the spec: `spec.sidecar`, the shape of the pod templates
-/// and the TaskManagers' service account.
-pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<(), Error> {
-    Templates::read(&spec.template.spec.other)?;
-    crate::gate_rbac::service_account(&spec.template.spec)?;
+/// Checks what rendering needs from the spec besides the TaskManagers' service account
+/// ([`crate::gate_rbac::service_account`]): the shape of the pod templates, returned parsed for
+/// [`inject`], and `spec.sidecar`.
+pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<PodTemplates, SpecError> {
+    let templates = PodTemplates::read(&spec.template.spec.other)?;
     let sidecar = &spec.sidecar;
     if sidecar.port < 1024 {
-        return Err(Error::InvalidSpec {
-            field: "spec.sidecar.port",
-            message: format!(
+        return Err(SpecError::new(
+            "spec.sidecar.port",
+            format!(
                 "{} is not a port the sidecar can listen on: it runs as a non-root user; \
                  use 1024-65535 (default 8787)",
                 sidecar.port
             ),
-        });
+        ));
     }
     if let Some(image) = &sidecar.image
         && (image.is_empty() || image.chars().any(char::is_whitespace))
     {
-        return Err(Error::InvalidSpec {
-            field: "spec.sidecar.image",
-            message: format!(
+        return Err(SpecError::new(
+            "spec.sidecar.image",
+            format!(
                 "{image:?} is not an image reference; write e.g. \
                  registry.example.com/bluegreen/sidecar:{}, or leave it out for {DEFAULT_SIDECAR_IMAGE}",
                 env!("CARGO_PKG_VERSION")
             ),
-        });
+        ));
     }
-    Ok(())
+    Ok(templates)
 }
 
 /// What the gates of one child need to find their state.
@@ -226,19 +232,20 @@ pub struct GateTarget<'a> {
 
 /// Adds the gate's environment to the main container of the common pod template and, unless
 /// `spec.sidecar.inject` is `false` or the user's templates already have a `bluegreen-sidecar`,
-/// the sidecar to the TaskManager pod template. `other` is the FlinkDeployment spec's
-/// pass-through fields (`podTemplate`, `taskManager`); everything else in them is kept.
+/// the sidecar to the TaskManager pod template. `templates` are the user's, as [`validate`]
+/// parsed them; the result replaces `podTemplate` and `taskManager` in `other`, the
+/// FlinkDeployment spec's pass-through fields, and keeps everything else in them.
 pub fn inject(
     other: &mut BTreeMap<String, Value>,
+    templates: &PodTemplates,
     sidecar: &SidecarInjection,
     target: GateTarget<'_>,
-) -> Result<(), Error> {
-    let templates = Templates::read(other)?;
+) {
     let inject_sidecar = sidecar.inject && !templates.user_sidecar();
-    let Templates {
+    let PodTemplates {
         mut common,
         mut task_manager,
-    } = templates;
+    } = templates.clone();
     let url = format!("http://{LOOPBACK}:{}", sidecar.port);
     let mut vars = gate_env(target);
     if inject_sidecar {
@@ -251,7 +258,6 @@ pub fn inject(
         add_task_manager_container(&common, &mut task_manager, &container);
         write(other, TASK_MANAGER_KEY, &task_manager);
     }
-    Ok(())
 }
 
 fn env_var(name: &str, value: &str) -> EnvVar {
@@ -384,6 +390,16 @@ mod tests {
         }
     }
 
+    /// What rendering does: the templates in `other` parsed (they must be valid), then injected.
+    fn read_and_inject(
+        other: &mut BTreeMap<String, Value>,
+        sidecar: &SidecarInjection,
+        target: GateTarget<'_>,
+    ) {
+        let templates = PodTemplates::read(other).expect("valid");
+        inject(other, &templates, sidecar, target);
+    }
+
     fn names(template: &Value) -> Vec<&str> {
         template["spec"]["containers"]
             .as_array()
@@ -483,9 +499,9 @@ mod tests {
         for user in user_templates {
             for by_name in [false, true] {
                 let mut without = user.clone();
-                inject(&mut without, &off, target()).expect("valid");
+                read_and_inject(&mut without, &off, target());
                 let mut with = user.clone();
-                inject(&mut with, &SidecarInjection::default(), target()).expect("valid");
+                read_and_inject(&mut with, &SidecarInjection::default(), target());
                 let baseline = containers(&rendered(&without, by_name));
                 let mut injected = containers(&rendered(&with, by_name));
                 let sidecar = injected.pop().expect("a container");
@@ -521,7 +537,7 @@ mod tests {
             json!({"replicas": 2, "resource": {"memory": "2048m"}, "podTemplate": {"metadata": {"labels": {"tm": "yes"}}, "spec": {"nodeSelector": {"pool": "flink"}, "containers": [{"name": "flink-main-container", "resources": {"limits": {"cpu": "2"}}}]}}}),
         )]
         .into();
-        inject(&mut other, &SidecarInjection::default(), target()).expect("valid");
+        read_and_inject(&mut other, &SidecarInjection::default(), target());
         let tm = &other["taskManager"];
         assert_eq!(tm["replicas"], 2);
         assert_eq!(tm["resource"]["memory"], "2048m");
@@ -550,7 +566,7 @@ mod tests {
             ),
         ] {
             let mut other: BTreeMap<String, Value> = [(key.to_owned(), template.clone())].into();
-            inject(&mut other, &SidecarInjection::default(), target()).expect("valid");
+            read_and_inject(&mut other, &SidecarInjection::default(), target());
             let text = serde_json::to_string(&other).unwrap();
             assert_eq!(text.matches(SIDECAR_CONTAINER).count(), 1, "{text}");
             assert!(!text.contains(env::SIDECAR_URL), "{text}");
@@ -565,7 +581,7 @@ mod tests {
             inject: false,
             ..SidecarInjection::default()
         };
-        inject(&mut other, &off, target()).expect("valid");
+        read_and_inject(&mut other, &off, target());
         assert!(!other.contains_key("taskManager"));
         let text = serde_json::to_string(&other).unwrap();
         assert!(!text.contains(SIDECAR_CONTAINER), "{text}");
@@ -621,9 +637,9 @@ mod tests {
 
     #[test]
     fn malformed_templates_and_sidecar_settings_name_the_field() {
-        let field = |result: Result<(), Error>| match result {
-            Err(Error::InvalidSpec { field, .. }) => field,
-            other => panic!("expected InvalidSpec, got {other:?}"),
+        let field = |result: Result<PodTemplates, SpecError>| match result {
+            Err(SpecError { field, .. }) => field,
+            other => panic!("expected a refusal, got {other:?}"),
         };
         let mut s = crate::fixtures::spec("local:///job.jar");
         s.sidecar.port = 80;

@@ -1,8 +1,8 @@
 //! The `FlinkBlueGreenDeployment` operator: exactly-once blue/green handovers of stateful Flink
 //! jobs, built on the Apache Flink Kubernetes Operator's `FlinkDeployment`.
 //!
-//! Pure core (no client required): [`settings::validate`], [`handover::plan`], [`child::build`]
-//! (with [`injection`]), [`gate_rbac`].
+//! Pure core (no client required): [`checks::validate_resource`] (with [`settings::validate`]),
+//! [`handover::plan`], [`child::build`] (with [`injection`]), [`gate_rbac`].
 //! Shell: [`observe::observe`] gathers an [`observed::Observed`], [`execute::execute`] applies a
 //! [`handover::Plan`], [`reconcile`] wires them into a kube-runtime `Controller`.
 #![forbid(unsafe_code)]

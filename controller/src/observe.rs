@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::checks::settings_for_plan;
+use crate::checks::validate_resource;
 use crate::child::{ANNOTATION_TEMPLATE_HASH, child_name, spec_hash};
 use crate::context::{ACTION_ANNOTATION, Context, flink_deployment_resource};
 use crate::error::{Error, Result};
@@ -143,7 +143,7 @@ fn assemble(
         now: jiff::Timestamp::now(),
         generation: fbgd.metadata.generation.unwrap_or(0),
         uid: fbgd.uid().unwrap_or_default(),
-        settings: settings_for_plan(&fbgd.name_any(), &fbgd.spec),
+        valid: validate_resource(&fbgd.name_any(), &fbgd.spec),
         template_hash: spec_hash(&fbgd.spec),
         initial_savepoint: job.initial_savepoint_path.clone(),
         redeploy_nonce: job.savepoint_redeploy_nonce,

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use bluegreen_protocol::{Color, CoordinationState, GateReport};
 use jiff::Timestamp;
 
+use crate::checks::ValidSpec;
+use crate::error::SpecError;
 use crate::resource::{FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus};
-use crate::settings::Settings;
 
 /// A manual operation requested with the `bluegreen.dev/action` annotation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,8 +265,9 @@ pub struct Observed {
     pub generation: i64,
     /// `metadata.uid` (the final savepoint's trigger id derives from it).
     pub uid: String,
-    /// The validated settings, or why the spec is invalid.
-    pub settings: Result<Settings, (String, String)>,
+    /// What validating the resource found (its settings, what rendering its children uses), or
+    /// why it is invalid.
+    pub valid: Result<ValidSpec, SpecError>,
     /// Hash of `spec.template` without `job.state` (which is applied in place).
     pub template_hash: String,
     /// `spec.template.spec.job.initialSavepointPath`.

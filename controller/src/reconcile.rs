@@ -32,8 +32,8 @@ pub async fn reconcile(fbgd: Arc<FlinkBlueGreenDeployment>, ctx: Arc<Context>) -
     ctx.metrics.reconciles.inc();
     let finalized = finalizer(&api, FINALIZER, fbgd, |event| async {
         match event {
-            Finalizer::Apply(fbgd) => apply(&fbgd, &ctx).await,
-            Finalizer::Cleanup(fbgd) => cleanup(&fbgd, &ctx).await,
+            Finalizer::Apply(fbgd) => Box::pin(apply(&fbgd, &ctx)).await,
+            Finalizer::Cleanup(fbgd) => Box::pin(cleanup(&fbgd, &ctx)).await,
         }
     });
     // A hung API or REST call must not stall this resource forever: kube-runtime runs one
@@ -58,7 +58,7 @@ pub async fn reconcile(fbgd: Arc<FlinkBlueGreenDeployment>, ctx: Arc<Context>) -
 async fn apply(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Requeue> {
     let observed = observe(ctx, fbgd).await?;
     let plan = plan(&observed);
-    execute(ctx, fbgd, &plan).await?;
+    execute(ctx, fbgd, &observed.valid, &plan).await?;
     Ok(Requeue::requeue(plan.requeue_after))
 }
 
@@ -69,7 +69,7 @@ async fn apply(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Requeue
 #[tracing::instrument(skip_all, fields(deployment = %fbgd.name_any(), namespace = fbgd.namespace().unwrap_or_default()))]
 async fn cleanup(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Requeue> {
     let observed = observe_deletion(ctx, fbgd).await?;
-    execute(ctx, fbgd, &plan_cleanup(&observed)).await?;
+    execute(ctx, fbgd, &observed.valid, &plan_cleanup(&observed)).await?;
     ctx.metrics
         .forget(&fbgd.namespace().unwrap_or_default(), &fbgd.name_any());
     Ok(Requeue::await_change())

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::error::Error;
+use crate::error::SpecError;
 use crate::resource::{DeletionPolicy, FlinkBlueGreenDeploymentSpec, Promotion, RestoreFrom};
 
 /// The validated coordination settings of one resource.
@@ -46,8 +46,10 @@ pub enum ToggleRule {
     Value(i64),
 }
 
-/// Validates the spec. The running jobs are not touched when this fails.
-pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<Settings, Error> {
+/// Validates the job fields and the coordination settings of the spec (the pod templates, the
+/// sidecar and the rest of the template are [`crate::checks`]'). The running jobs are not touched
+/// when this fails.
+pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<Settings, SpecError> {
     let c = &spec.coordination;
     let job = &spec.template.spec.job;
     if job.jar_uri.trim().is_empty() {
@@ -105,7 +107,6 @@ pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<Settings, Error> 
             "must be at least 1",
         ));
     }
-    crate::injection::validate(spec)?;
     Ok(Settings {
         toggle,
         deletion_delay: duration(
@@ -131,7 +132,7 @@ pub fn validate(spec: &FlinkBlueGreenDeploymentSpec) -> Result<Settings, Error> 
 }
 
 /// `coordination.toggle`: exactly one of `offset` and `value`.
-fn toggle_rule(toggle: &crate::resource::ToggleChoice) -> Result<ToggleRule, Error> {
+fn toggle_rule(toggle: &crate::resource::ToggleChoice) -> Result<ToggleRule, SpecError> {
     match (&toggle.offset, toggle.value) {
         (Some(_), Some(_)) => Err(invalid(
             "spec.coordination.toggle",
@@ -160,7 +161,7 @@ const RETAINED_CHECKPOINTS: [&str; 2] = [
 /// `restoreFrom: lastCheckpoint` restores the outgoing job's latest checkpoint while that job
 /// keeps running; with Flink's default of one retained checkpoint, the next checkpoint deletes it
 /// and the incoming job cannot start (seen on real Flink: "Cannot find checkpoint").
-fn check_retained_checkpoints(spec: &FlinkBlueGreenDeploymentSpec) -> Result<(), Error> {
+fn check_retained_checkpoints(spec: &FlinkBlueGreenDeploymentSpec) -> Result<(), SpecError> {
     let conf = &spec.template.spec.flink_configuration;
     let retained = RETAINED_CHECKPOINTS
         .iter()
@@ -178,11 +179,8 @@ fn check_retained_checkpoints(spec: &FlinkBlueGreenDeploymentSpec) -> Result<(),
     }
 }
 
-fn invalid(field: &'static str, fix: &'static str) -> Error {
-    Error::InvalidSpec {
-        field,
-        message: fix.to_owned(),
-    }
+fn invalid(field: &'static str, fix: &'static str) -> SpecError {
+    SpecError::new(field, fix)
 }
 
 /// The longest duration a spec may give: 7 days. Anything longer is a slip (`10000h` for
@@ -192,23 +190,27 @@ pub const MAX_DURATION: Duration = Duration::from_hours(7 * 24);
 
 /// Parses a non-negative duration, at most [`MAX_DURATION`], such as `90s`, `10m`, `1h30m` or
 /// `PT10M`.
-fn duration(field: &'static str, text: &str) -> Result<Duration, Error> {
-    let parsed: jiff::SignedDuration = text.parse().map_err(|e| Error::InvalidSpec {
-        field,
-        message: format!("{text:?} is not a duration ({e}); write e.g. 30s, 10m or 1h30m"),
+fn duration(field: &'static str, text: &str) -> Result<Duration, SpecError> {
+    let parsed: jiff::SignedDuration = text.parse().map_err(|e| {
+        SpecError::new(
+            field,
+            format!("{text:?} is not a duration ({e}); write e.g. 30s, 10m or 1h30m"),
+        )
     })?;
-    let duration = Duration::try_from(parsed).map_err(|_| Error::InvalidSpec {
-        field,
-        message: format!("{text:?} is negative; durations must be >= 0"),
+    let duration = Duration::try_from(parsed).map_err(|_| {
+        SpecError::new(
+            field,
+            format!("{text:?} is negative; durations must be >= 0"),
+        )
     })?;
     if duration > MAX_DURATION {
-        return Err(Error::InvalidSpec {
+        return Err(SpecError::new(
             field,
-            message: format!(
+            format!(
                 "{text:?} is longer than {}h; durations must be at most 7 days (e.g. 30s, 10m, 24h)",
                 MAX_DURATION.as_secs() / 3600
             ),
-        });
+        ));
     }
     Ok(duration)
 }
@@ -247,10 +249,10 @@ mod tests {
         }
     }
 
-    fn field_of(result: Result<Settings, Error>) -> &'static str {
+    fn field_of(result: Result<Settings, SpecError>) -> String {
         match result {
-            Err(Error::InvalidSpec { field, .. }) => field,
-            other => panic!("expected InvalidSpec, got {other:?}"),
+            Err(SpecError { field, .. }) => field,
+            other => panic!("expected a refusal, got {other:?}"),
         }
     }
 

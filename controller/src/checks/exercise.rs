@@ -6,11 +6,11 @@
 
 use bluegreen_protocol::{AppliedState, Color, CoordinationState, Stage, Toggle};
 
+use crate::checks::ValidSpec;
 use crate::fixtures::{observed, running, with_child};
 use crate::handover::{Action, Plan, plan};
 use crate::observed::{ConfigMapObs, Observed, SavepointObs};
 use crate::resource::FlinkBlueGreenDeploymentSpec;
-use crate::settings::Settings;
 
 /// The floor blue's gates and the status carry.
 const FLOOR: i64 = 900_000;
@@ -19,12 +19,12 @@ const FLOOR: i64 = 900_000;
 const STEPS_HOURS: [i64; 6] = [0, 1, 24, 24 * 7, 24 * 365, 24 * 365 * 100];
 
 /// Blue runs template `h1` at epoch 1 with the floor at 900 000 and its gates past 1 000 000; the
-/// spec now asks for `h2` with `settings`. Green already runs `h2` (its gates apply the same
+/// spec now asks for `h2`, validated as `valid`. Green already runs `h2` (its gates apply the same
 /// state); every savepoint fails.
-pub fn handover_observation(spec: &FlinkBlueGreenDeploymentSpec, settings: Settings) -> Observed {
+pub fn handover_observation(spec: &FlinkBlueGreenDeploymentSpec, valid: ValidSpec) -> Observed {
     let job = &spec.template.spec.job;
     let mut obs = observed();
-    obs.settings = Ok(settings);
+    obs.valid = Ok(valid);
     obs.generation = 2;
     obs.template_hash = "h2".into();
     obs.initial_savepoint
@@ -73,8 +73,8 @@ pub fn handover_observation(spec: &FlinkBlueGreenDeploymentSpec, settings: Setti
 /// Plans [`handover_observation`] once per clock step (0 h, 1 h, 1 d, 1 week, 1 year, 100
 /// years later), each time with the status the previous plan wrote and the savepoint trigger
 /// id that executing it would have recorded.
-pub fn drive(spec: &FlinkBlueGreenDeploymentSpec, settings: Settings) -> Vec<Plan> {
-    let mut obs = handover_observation(spec, settings);
+pub fn drive(spec: &FlinkBlueGreenDeploymentSpec, valid: ValidSpec) -> Vec<Plan> {
+    let mut obs = handover_observation(spec, valid);
     let start = obs.now;
     STEPS_HOURS
         .iter()
@@ -98,8 +98,8 @@ pub fn drive(spec: &FlinkBlueGreenDeploymentSpec, settings: Settings) -> Vec<Pla
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checks::validate_spec as validate;
     use crate::fixtures::spec;
-    use crate::settings::validate;
 
     #[test]
     fn a_valid_spec_starts_the_handover_and_gives_up_on_failing_savepoints() {

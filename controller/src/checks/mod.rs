@@ -1,8 +1,10 @@
-//! Checks of a `FlinkBlueGreenDeployment` beyond its coordination settings
-//! ([`settings::validate`]): its name, from which the children's
-//! names and Flink's cluster ids derive, and its template, by the upstream `FlinkDeployment`
-//! schema ([`schema`]). Pure, like `settings`: a refused resource changes nothing that runs
-//! (the plan reports `Degraded/InvalidSpec` and a Warning event naming the field).
+//! Validation of a `FlinkBlueGreenDeployment`, once per observation, into a [`ValidSpec`]: its
+//! name, from which the children's names and Flink's cluster ids derive, its job fields and
+//! coordination settings ([`settings::validate`]), its pod templates and sidecar
+//! ([`injection::validate`]), the TaskManagers' service account ([`gate_rbac::service_account`])
+//! and its template by the upstream `FlinkDeployment` schema ([`schema`]). Pure: a refused
+//! resource changes nothing that runs (the plan reports `Degraded/InvalidSpec` and a Warning
+//! event naming the field).
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod exercise;
@@ -10,7 +12,9 @@ pub mod schema;
 #[cfg(test)]
 mod tests;
 
-use crate::error::Error;
+use crate::error::SpecError;
+use crate::gate_rbac;
+use crate::injection::{self, PodTemplates};
 use crate::resource::FlinkBlueGreenDeploymentSpec;
 use crate::settings::{self, Settings};
 
@@ -22,28 +26,39 @@ pub const MAX_CLUSTER_ID_LEN: usize = 45;
 /// 45 − `-green`. The ConfigMap `<name>-bluegreen` (253) and the label values (63) then fit too.
 pub const MAX_NAME_LEN: usize = MAX_CLUSTER_ID_LEN - "-green".len();
 
-/// Validates the whole resource: its name, its settings, then its template against the
-/// upstream schema. The first problem found is the error, naming the field and the fix.
+/// What validation found in a spec that passed every check: what the plan and the rendering of
+/// the children use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidSpec {
+    /// The coordination settings.
+    pub settings: Settings,
+    /// The user's pod templates, parsed.
+    pub pod_templates: PodTemplates,
+    /// The service account the TaskManagers run with (their gates' RoleBinding names it).
+    pub service_account: String,
+}
+
+/// Validates the whole resource: its name, then its spec ([`validate_spec`]). The first problem
+/// found is the error, naming the field and the fix.
 pub fn validate_resource(
     name: &str,
     spec: &FlinkBlueGreenDeploymentSpec,
-) -> Result<Settings, Error> {
+) -> Result<ValidSpec, SpecError> {
     check_name(name)?;
-    let settings = settings::validate(spec)?;
-    schema::check_template(&spec.template.spec)?;
-    Ok(settings)
+    validate_spec(spec)
 }
 
-/// [`validate_resource`] as the plan takes it (`Observed::settings`): the field and the message
-/// of a refusal, or the settings.
-pub fn settings_for_plan(
-    name: &str,
-    spec: &FlinkBlueGreenDeploymentSpec,
-) -> Result<Settings, (String, String)> {
-    validate_resource(name, spec).map_err(|e| match e {
-        Error::InvalidSpec { field, message } => (field.to_owned(), message),
-        Error::InvalidField { field, message } => (field, message),
-        other => (String::new(), other.to_string()),
+/// Validates a spec: its settings, its pod templates and sidecar, the TaskManagers' service
+/// account, then its template against the upstream schema.
+pub fn validate_spec(spec: &FlinkBlueGreenDeploymentSpec) -> Result<ValidSpec, SpecError> {
+    let settings = settings::validate(spec)?;
+    let pod_templates = injection::validate(spec)?;
+    let service_account = gate_rbac::service_account(&spec.template.spec)?;
+    schema::check_template(&spec.template.spec)?;
+    Ok(ValidSpec {
+        settings,
+        pod_templates,
+        service_account,
     })
 }
 
@@ -51,15 +66,17 @@ pub fn settings_for_plan(
 /// name as Flink's cluster id and names its Services after it, so `name` must be a DNS-1035
 /// label (a lowercase letter, then lowercase letters, digits or `-`, not ending in `-`) of at
 /// most [`MAX_NAME_LEN`] characters.
-pub fn check_name(name: &str) -> Result<(), Error> {
-    let refuse = |what: String| Error::InvalidField {
-        field: "metadata.name".to_owned(),
-        message: format!(
-            "{name:?} {what}: the children are named {name}-blue and {name}-green, and Flink \
+pub fn check_name(name: &str) -> Result<(), SpecError> {
+    let refuse = |what: String| {
+        SpecError::new(
+            "metadata.name",
+            format!(
+                "{name:?} {what}: the children are named {name}-blue and {name}-green, and Flink \
              uses a child's name as its cluster id (a DNS-1035 label of at most \
              {MAX_CLUSTER_ID_LEN} characters); recreate the resource under a name of at most \
              {MAX_NAME_LEN} lowercase letters, digits and '-', starting with a letter"
-        ),
+            ),
+        )
     };
     let length = name.chars().count();
     if length > MAX_NAME_LEN {

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::error::Error;
+use crate::error::SpecError;
 use crate::resource::FlinkDeploymentSpec;
 
 /// The vendored schema of `FlinkDeployment.spec` (compact JSON, sorted keys).
@@ -45,10 +45,10 @@ pub fn schema() -> &'static Value {
 }
 
 /// Checks `spec` (a template's FlinkDeployment spec) against the upstream schema: the first
-/// violation as [`Error::InvalidField`], naming the field, what it must be, and how many more
+/// violation, naming the field, what it must be, and how many more
 /// there are.
-pub fn check_template(spec: &FlinkDeploymentSpec) -> Result<(), Error> {
-    let value = serde_json::to_value(spec)?;
+pub fn check_template(spec: &FlinkDeploymentSpec) -> Result<(), SpecError> {
+    let value = serde_json::to_value(spec).expect("a spec always serialises");
     let found = violations(&value, schema(), TEMPLATE_SPEC_PATH);
     let Some(first) = found.first() else {
         return Ok(());
@@ -58,14 +58,14 @@ pub fn check_template(spec: &FlinkDeploymentSpec) -> Result<(), Error> {
         1 => " (and 1 more field)".to_owned(),
         n => format!(" (and {n} more fields)"),
     };
-    Err(Error::InvalidField {
-        field: first.field.clone(),
-        message: format!(
+    Err(SpecError::new(
+        first.field.clone(),
+        format!(
             "{}{more}: the Apache Flink operator's FlinkDeployment schema refuses it, so the \
              child could not be created",
             first.message
         ),
-    })
+    ))
 }
 
 /// Every place where `value` breaks `schema`, with paths under `path`, in document order.
@@ -251,7 +251,7 @@ mod tests {
         let mut spec = crate::fixtures::spec("local:///job.jar").template.spec;
         spec.other.insert("mode".into(), json!("cluster"));
         spec.other.insert("restartNonce".into(), json!("x"));
-        let Err(Error::InvalidField { field, message }) = check_template(&spec) else {
+        let Err(SpecError { field, message }) = check_template(&spec) else {
             panic!("refused");
         };
         assert_eq!(field, "spec.template.spec.mode");

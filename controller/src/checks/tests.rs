@@ -10,6 +10,7 @@ use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::error::SpecError;
 use crate::fixtures::{observed, running, with_child};
 use crate::handover::{Action, Plan, plan};
 use crate::observed::{ConfigMapObs, Observed};
@@ -394,9 +395,9 @@ fn admission_errors(object: &Value) -> Vec<String> {
 
 /// A steady deployment on blue whose template has just changed (a handover would start): the
 /// live job's gates report [`PROGRESS`], the floor is [`FLOOR`].
-fn steady_with_new_template(settings: Result<Settings, (String, String)>) -> Observed {
+fn steady_with_new_template(valid: Result<ValidSpec, SpecError>) -> Observed {
     let mut obs = observed();
-    obs.settings = settings;
+    obs.valid = valid;
     obs.template_hash = "h2".into();
     obs.status.active_color = Some(Color::Blue);
     obs.status.deployed_template_hash = Some("h1".into());
@@ -447,7 +448,7 @@ fn every_bad_spec_is_refused_naming_the_field_and_the_fix_and_nothing_runs() {
                 );
                 let fbgd: FlinkBlueGreenDeployment = serde_json::from_value(object)
                     .unwrap_or_else(|e| panic!("{case}: the controller cannot read it: {e}"));
-                let obs = steady_with_new_template(settings_for_plan(name, &fbgd.spec));
+                let obs = steady_with_new_template(validate_resource(name, &fbgd.spec));
                 let p = plan(&obs);
                 assert!(
                     p.actions.is_empty(),
@@ -496,7 +497,7 @@ fn the_base_spec_and_the_longest_name_are_valid_and_start_the_handover() {
     for name in ["orders", NAME_39] {
         let fbgd: FlinkBlueGreenDeployment = serde_json::from_value(base(name)).expect("readable");
         assert!(admission_errors(&base(name)).is_empty());
-        let p = plan(&steady_with_new_template(settings_for_plan(
+        let p = plan(&steady_with_new_template(validate_resource(
             name, &fbgd.spec,
         )));
         assert_eq!(degraded(&p).0, "False", "{name}");
@@ -513,7 +514,7 @@ fn the_base_spec_and_the_longest_name_are_valid_and_start_the_handover() {
         &json!({"spec": {"coordination": {"toggle": {"offset": null, "value": PROGRESS + 1}}}}),
     );
     let fbgd: FlinkBlueGreenDeployment = serde_json::from_value(object).expect("readable");
-    let p = plan(&steady_with_new_template(settings_for_plan(
+    let p = plan(&steady_with_new_template(validate_resource(
         "orders", &fbgd.spec,
     )));
     assert!(

@@ -69,9 +69,9 @@ pub fn plan_cleanup(obs: &Observed) -> Plan {
 /// `Progressing` says why (`DeletionWaitsForHandover`, also an Event the first time).
 fn end_handover(obs: &Observed) -> Plan {
     let mut ending = obs.clone();
-    if let Ok(settings) = ending.settings.as_mut() {
-        settings.promotion = Promotion::Auto;
-        settings.deletion_delay = Duration::ZERO;
+    if let Ok(valid) = ending.valid.as_mut() {
+        valid.settings.promotion = Promotion::Auto;
+        valid.settings.deletion_delay = Duration::ZERO;
     }
     let mut w_set = true;
     if let Some(t) = ending.status.transition.as_mut()

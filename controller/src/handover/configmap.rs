@@ -11,9 +11,9 @@ pub fn desired_configmap(
     status: &FlinkBlueGreenDeploymentStatus,
     obs: &Observed,
 ) -> Option<CoordinationState> {
-    let delay = obs.settings.as_ref().ok().map_or_else(
+    let delay = obs.valid.as_ref().ok().map_or_else(
         || current_delay(obs),
-        |s| u64::try_from(s.deletion_delay.as_millis()).unwrap_or(u64::MAX),
+        |v| u64::try_from(v.settings.deletion_delay.as_millis()).unwrap_or(u64::MAX),
     );
     let state = |active, stage, toggle, epoch| CoordinationState {
         floor: if stage == Stage::Initializing {

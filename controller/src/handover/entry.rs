@@ -5,6 +5,7 @@ use bluegreen_protocol::Color;
 
 use super::{ACTIVE_REQUEUE, Action, Planner, STEADY_REQUEUE};
 use crate::conditions::Reason;
+use crate::error::SpecError;
 use crate::observed::{ChildObs, JobState, ManualAction};
 use crate::resource::{MicroTime, OutgoingStop, Phase, RestoreFrom, Transition};
 use crate::settings::{Settings, ToggleRule};
@@ -38,9 +39,9 @@ impl Planner<'_> {
             Some(child) if template_changed && !already_failed => {
                 let child = child.clone();
                 if let Some(why) = self.major_version_crossed(settings) {
-                    self.invalid_spec("spec.template.spec.flinkVersion", &why);
+                    self.invalid_spec(&SpecError::new("spec.template.spec.flinkVersion", why));
                 } else if let Some(why) = self.toggle_in_past(settings, &child) {
-                    self.invalid_spec("spec.coordination.toggle.value", &why);
+                    self.invalid_spec(&SpecError::new("spec.coordination.toggle.value", why));
                 } else {
                     self.start_handover(settings, active, &child);
                 }
@@ -72,8 +73,8 @@ impl Planner<'_> {
 
     /// `Degraded/InvalidSpec` naming the field and the fix, with a Warning event when the
     /// message is new (not again on every resync). Nothing that runs is touched.
-    pub(super) fn invalid_spec(&mut self, field: &str, message: &str) {
-        let message = format!("`{field}` {message}; the running job is left untouched");
+    pub(super) fn invalid_spec(&mut self, refused: &SpecError) {
+        let message = format!("{refused}; the running job is left untouched");
         self.degraded_with_event(Reason::InvalidSpec, message);
         self.requeue = STEADY_REQUEUE;
     }

@@ -55,14 +55,14 @@ pub fn plan(obs: &Observed) -> Plan {
         p.health.degraded(Reason::ConfigMapDiverged, reason);
         return p.finish(None);
     }
-    match &obs.settings {
-        Err((field, message)) => p.invalid_spec(field, message),
-        Ok(settings) => match p.status.transition.clone() {
-            None => p.steady(settings),
+    match &obs.valid {
+        Err(refused) => p.invalid_spec(refused),
+        Ok(valid) => match p.status.transition.clone() {
+            None => p.steady(&valid.settings),
             Some(t) => {
                 // The steady state's watch of the gates starts afresh after the handover.
                 p.status.gates_trouble_since = None;
-                p.drive(settings, &t);
+                p.drive(&valid.settings, &t);
             }
         },
     }

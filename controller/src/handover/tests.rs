@@ -3,7 +3,8 @@
 use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 
 use super::{Action, plan};
-use crate::fixtures::{observed, running, settings, with_child};
+use crate::error::SpecError;
+use crate::fixtures::{observed, running, valid, with_child};
 use crate::observed::{ConfigMapObs, ManualAction, Observed, SavepointObs};
 use crate::resource::{
     MicroTime, Outcome, OutgoingStop, Phase, RestoreFrom, TasksReady, Transition,
@@ -307,7 +308,7 @@ fn a_savepoint_that_takes_too_long_counts_as_failed() {
 #[test]
 fn restore_from_last_checkpoint_skips_the_savepoint() {
     let mut obs = steady_blue("h2");
-    obs.settings = settings(|s| {
+    obs.valid = valid(|s| {
         s.coordination.restore_from = RestoreFrom::LastCheckpoint;
         s.template
             .spec
@@ -694,10 +695,10 @@ fn w_is_set_only_once_the_incoming_job_has_run_min_ready_without_a_restart() {
     assert_eq!(transition(&p).phase, Phase::ToggleSet);
     // With minReady 0 the first look with every task RUNNING is enough, but not none.
     let mut obs = confirming(started, None, "2026-01-01T00:00:00Z");
-    obs.settings = settings(|s| s.coordination.min_ready = "0s".into());
+    obs.valid = valid(|s| s.coordination.min_ready = "0s".into());
     assert!(sets_w(&plan(&obs)));
     let mut obs = confirming(None, None, "2026-01-01T00:00:00Z");
-    obs.settings = settings(|s| s.coordination.min_ready = "0s".into());
+    obs.valid = valid(|s| s.coordination.min_ready = "0s".into());
     assert!(!sets_w(&plan(&obs)));
 }
 
@@ -819,7 +820,7 @@ fn promotion_waits_for_checkpoints_and_both_watermarks() {
 fn manual_promotion_waits_for_the_annotation() {
     let w = 70_000;
     let mut obs = ready_to_promote(w);
-    obs.settings = settings(|s| s.coordination.promotion = crate::resource::Promotion::Manual);
+    obs.valid = valid(|s| s.coordination.promotion = crate::resource::Promotion::Manual);
     let p = plan(&obs);
     assert!(p.actions.is_empty());
     assert_eq!(condition(&p, "Progressing").1, "AwaitingPromotion");
@@ -956,7 +957,7 @@ fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
         Color::Green,
         Some(running("h2", 1, 2, None, 80_000)),
     );
-    obs.settings = settings(|s| s.coordination.deployment_deletion_delay = "30s".into());
+    obs.valid = valid(|s| s.coordination.deployment_deletion_delay = "30s".into());
     let delay_cm = |c: CoordinationState| CoordinationState {
         floor: None,
         deletion_delay_ms: 30_000,
@@ -1435,9 +1436,9 @@ fn a_restarted_outgoing_job_is_stopped_only_after_min_ready_past_w() {
 #[test]
 fn an_invalid_spec_changes_nothing_that_runs() {
     let mut obs = steady_blue("h2");
-    obs.settings = Err((
-        "spec.coordination.abortGracePeriod".into(),
-        "\"soon\" is not a duration".into(),
+    obs.valid = Err(SpecError::new(
+        "spec.coordination.abortGracePeriod",
+        "\"soon\" is not a duration",
     ));
     let p = plan(&obs);
     assert!(p.actions.is_empty());
@@ -1953,7 +1954,7 @@ fn the_first_deployment_and_every_promotion_record_the_spec_they_deployed() {
 #[test]
 fn forward_repair_off_waits_for_a_person() {
     let mut obs = toggle_set_with(failed_green(), "2026-01-01T05:00:00Z");
-    obs.settings = settings(|s| s.coordination.forward_repair.enabled = false);
+    obs.valid = valid(|s| s.coordination.forward_repair.enabled = false);
     obs.status.transition.as_mut().unwrap().forward_repair = Some(crate::resource::ForwardRepair {
         ..crate::resource::ForwardRepair::new(time("2026-01-01T01:00:00Z"))
     });
@@ -2140,7 +2141,7 @@ fn a_template_crossing_flink_major_versions_is_refused_naming_the_field() {
     obs.spec.template.spec.flink_version = Some("v1_19".into());
     assert!(plan(&obs).status.transition.is_some());
     obs.spec.template.spec.flink_version = Some("v2_1".into());
-    obs.settings = settings(|s| s.coordination.restore_from = RestoreFrom::Stateless);
+    obs.valid = valid(|s| s.coordination.restore_from = RestoreFrom::Stateless);
     assert!(plan(&obs).status.transition.is_some());
 }
 
@@ -2441,7 +2442,7 @@ mod deleting_during_a_handover {
     fn once_w_is_set_the_handover_is_finished_without_a_person_or_the_deletion_delay() {
         let w = 70_000;
         let mut obs = deleting(ready_to_promote(w), DeletionPolicy::SavepointThenDelete);
-        obs.settings = settings(|s| {
+        obs.valid = valid(|s| {
             s.coordination.promotion = Promotion::Manual;
             s.coordination.deployment_deletion_delay = "10m".into();
         });
@@ -2469,7 +2470,7 @@ mod deleting_during_a_handover {
             handover(Phase::ClearToTeardown, Some(w)),
             DeletionPolicy::SavepointThenDelete,
         );
-        obs.settings = settings(|s| s.coordination.deployment_deletion_delay = "10m".into());
+        obs.valid = valid(|s| s.coordination.deployment_deletion_delay = "10m".into());
         obs = with_child(
             obs,
             Color::Green,

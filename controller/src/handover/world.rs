@@ -159,7 +159,7 @@ struct World {
 impl World {
     fn new(seed: u64) -> Self {
         let mut obs = observed();
-        obs.settings = crate::fixtures::settings(|s| {
+        obs.valid = crate::fixtures::valid(|s| {
             s.coordination.toggle.offset = Some("20ms".into());
             s.coordination.forward_repair.grace = "3s".into();
             s.coordination.health.min_checkpoints = 3;
@@ -244,8 +244,8 @@ impl World {
     /// `coordination.minReady` of the world's settings, unless a test plants a defect.
     fn min_ready_ms(&self) -> i64 {
         self.required_up_ms.unwrap_or_else(|| {
-            let settings = self.obs.settings.as_ref().expect("valid settings");
-            i64::try_from(settings.min_ready.as_millis()).expect("small")
+            let valid = self.obs.valid.as_ref().expect("a valid spec");
+            i64::try_from(valid.settings.min_ready.as_millis()).expect("small")
         })
     }
 
@@ -806,7 +806,7 @@ fn the_ledger_catches_a_stop_that_trusts_a_stale_report() {
     // the previous attempt's report of being past W and stops a job that replays below W.
     let caught = (0..40).any(|seed| {
         let mut world = World::new(seed);
-        world.obs.settings = crate::fixtures::settings(|s| {
+        world.obs.valid = crate::fixtures::valid(|s| {
             s.coordination.toggle.offset = Some("20ms".into());
             s.coordination.min_ready = "0s".into();
         });
@@ -848,7 +848,7 @@ fn the_ledger_catches_a_repair_from_the_handovers_starting_savepoint() {
     // its own latest checkpoint emits again what it had already committed above W.
     let caught = (0..20).any(|seed| {
         let mut world = World::new(seed);
-        world.obs.settings = crate::fixtures::settings(|s| {
+        world.obs.valid = crate::fixtures::valid(|s| {
             s.coordination.toggle.offset = Some("20ms".into());
             s.coordination.forward_repair.grace = "3s".into();
             s.coordination.health.min_checkpoints = 20;
@@ -916,7 +916,7 @@ fn the_model_catches_w_set_right_after_an_incoming_restart() {
     let caught = (0..40).any(|seed| {
         std::panic::catch_unwind(|| {
             let mut world = World::new(seed);
-            world.obs.settings = crate::fixtures::settings(|s| {
+            world.obs.valid = crate::fixtures::valid(|s| {
                 s.coordination.toggle.offset = Some("20ms".into());
                 s.coordination.min_ready = "0s".into();
             });
