@@ -26,27 +26,18 @@
 //! The configuration keys are in [`config::keys`] and `docs/local-flink.md`.
 #![forbid(unsafe_code)]
 
-pub mod clock;
-pub mod config;
 pub mod crd;
-mod engine;
 mod error;
-pub mod faults;
 pub mod file_ledger;
-mod job;
-pub mod ledger;
-mod operator;
 pub mod real;
-pub mod rest;
-mod shared;
-pub mod snapshot;
-pub mod source;
+mod sim;
 mod status;
 
-pub use clock::{DEFAULT_START_MS, SimClock};
-pub use config::{GateTarget, JobSettings, RestartStrategy};
-pub use engine::NO_WATERMARK;
 pub use error::{Error, Result};
-pub use faults::{DeploymentRef, Faults, JobFailure, RestFault};
-pub use job::{JobState, JobView, SavepointOp, SimJob};
-pub use operator::{LocalFlink, LocalFlinkOptions};
+pub use sim::clock::{DEFAULT_START_MS, SimClock};
+pub use sim::config::{GateTarget, JobSettings, RestartStrategy};
+pub use sim::faults::{DeploymentRef, Faults, JobFailure, RestFault};
+pub use sim::{
+    JobState, JobView, LocalFlink, LocalFlinkOptions, NO_WATERMARK, SavepointOp, SimJob,
+};
+pub use sim::{clock, config, faults, ledger, rest, snapshot, source};

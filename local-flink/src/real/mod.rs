@@ -35,9 +35,9 @@ pub use spec::MAIN_CONTAINER;
 
 use self::actor::{Actor, Msg};
 use self::process::JobProcess;
-use super::DeploymentRef;
-use super::operator::flink_deployment_resource;
+use crate::DeploymentRef;
 use crate::Error;
+use crate::sim::flink_deployment_resource;
 
 /// Settings of a [`RealFlink`].
 #[derive(Debug, Clone)]

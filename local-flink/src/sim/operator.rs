@@ -30,12 +30,12 @@ use super::clock::SimClock;
 use super::config::JobSettings;
 use super::faults::{DeploymentRef, Faults};
 use super::job::{JobRuntime, JobState, JobView, SavepointOp, SimJob, new_job_id, start_job};
+use super::ledger::{Ledger, SinkMode};
 use super::rest;
 use super::shared::Shared;
 use super::snapshot::{Snapshot, SnapshotStore};
-use super::status::{JmStatus, Lifecycle, StatusModel, write_status};
 use crate::Error;
-use crate::ledger::{Ledger, SinkMode};
+use crate::status::{JmStatus, Lifecycle, StatusModel, write_status};
 
 /// How long after a failed reconciliation the operator tries again (simulated ms).
 const RETRY_MS: i64 = 1000;

@@ -15,9 +15,9 @@ use super::clock::SimClock;
 use super::config::JobSettings;
 use super::engine::{Engine, Held, NO_WATERMARK, SubtaskCounters};
 use super::faults::{DeploymentRef, Faults, JobFailure};
+use super::ledger::Ledger;
 use super::snapshot::{Snapshot, SnapshotKind, SnapshotStore};
 use crate::Error;
-use crate::ledger::Ledger;
 
 /// Flink's job status, as far as the simulation goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

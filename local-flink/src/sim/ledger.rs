@@ -21,7 +21,7 @@ use std::sync::Mutex;
 
 use bluegreen_protocol::Color;
 
-use crate::source::{Record, RecordId, SourceSpec};
+use super::source::{Record, RecordId, SourceSpec};
 
 /// How emissions become visible.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

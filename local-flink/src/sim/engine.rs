@@ -19,10 +19,10 @@ use bluegreen_gate::{Gate, GateHandle, SharedState};
 use bluegreen_protocol::{Color, Decision};
 
 use super::config::JobSettings;
+use super::ledger::{Emission, LateDrop, Ledger};
 use super::snapshot::{Snapshot, SnapshotKind};
 use super::source::Record;
 use crate::Error;
-use crate::ledger::{Emission, LateDrop, Ledger};
 
 /// Flink's "no watermark yet".
 pub const NO_WATERMARK: i64 = i64::MIN;
@@ -399,8 +399,8 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::{Expectation, SinkMode};
-    use crate::source::IdleWindow;
+    use crate::sim::ledger::{Expectation, SinkMode};
+    use crate::sim::source::IdleWindow;
     use serde_json::json;
 
     fn settings(extra: &serde_json::Value) -> Arc<JobSettings> {
