@@ -1,5 +1,6 @@
-//! Applies a plan (a handover's or a deletion's): the status first (intent), then each action in
-//! order (I/O only). A child is applied after its gates' Role and RoleBinding, rendered from what
+//! Applies a plan (a handover's or a deletion's): the status first (intent, with the trigger ids
+//! of the Flink requests it plans), then each action in order (I/O only); nothing writes the
+//! status in between. A child is applied after its gates' Role and RoleBinding, rendered from what
 //! validating its spec found.
 
 use bluegreen_protocol::{Color, CoordinationState, check_transition, configmap_name};
@@ -14,7 +15,7 @@ use crate::checks::{ValidSpec, validate_spec};
 use crate::child::{ChildContext, build, child_name};
 use crate::context::{ACTION_ANNOTATION, Context, FIELD_MANAGER, flink_deployment_resource};
 use crate::error::{Error, Result, SpecError};
-use crate::flink_rest::{FlinkRest, trigger_id};
+use crate::flink_rest::FlinkRest;
 use crate::gate_rbac;
 use crate::handover::{Action, Note, Plan};
 use crate::resource::{
@@ -37,9 +38,8 @@ pub async fn execute(
     let api: Api<FlinkBlueGreenDeployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let children: Api<DynamicObject> =
         Api::namespaced_with(ctx.client.clone(), &namespace, &flink_deployment_resource());
-    let mut current = fbgd.clone();
     if fbgd.status.clone().unwrap_or_default() != plan.status {
-        current = write_status(&api, &current, plan.status.clone()).await?;
+        write_status(&api, fbgd, plan.status.clone()).await?;
     }
     // Only now is the plan's status what the resource says: a failed write (a 409) counts
     // nothing, and its replan counts the same handover once.
@@ -92,24 +92,10 @@ pub async fn execute(
                 delete_if_present(&bindings, &gate_rbac::role_binding_name(&name, *color)).await?;
                 delete_if_present(&children, &child_name(&name, *color)).await?;
             }
-            Action::TriggerSavepoint(color) => {
-                let mut status = current.status.clone().unwrap_or_default();
-                // The same id on every replan of this attempt: a resent trigger is one savepoint.
-                let seed = status.transition.as_ref().map_or_else(
-                    || format!("bluegreen-savepoint/{name}/{}", status.epoch),
-                    |t| {
-                        format!(
-                            "bluegreen-savepoint/{}/{}/{}",
-                            t.template_hash, t.epoch, t.savepoint_attempts
-                        )
-                    },
-                );
-                let trigger =
-                    trigger_savepoint(ctx, &children, fbgd, *color, &trigger_id(&seed)).await?;
-                if let Some(t) = status.transition.as_mut() {
-                    t.savepoint_trigger_id = Some(trigger);
-                }
-                current = write_status(&api, &current, status).await?;
+            Action::TriggerSavepoint { color, trigger_id } => {
+                let (rest, job_id) = child_rest(ctx, &children, fbgd, *color).await?;
+                let target = fbgd.spec.coordination.savepoint.target_directory.as_deref();
+                rest.trigger_savepoint(&job_id, target, trigger_id).await?;
             }
             Action::StopJob {
                 color,
@@ -283,33 +269,19 @@ async fn child_rest(
     Ok((rest, job_id))
 }
 
-/// Triggers a savepoint of the child of `color` through its REST API under `trigger_id`;
-/// returns the trigger id.
-async fn trigger_savepoint(
-    ctx: &Context,
-    children: &Api<DynamicObject>,
-    fbgd: &FlinkBlueGreenDeployment,
-    color: Color,
-    trigger_id: &str,
-) -> Result<String> {
-    let (rest, job_id) = child_rest(ctx, children, fbgd, color).await?;
-    let target = fbgd.spec.coordination.savepoint.target_directory.as_deref();
-    rest.trigger_savepoint(&job_id, target, trigger_id).await
-}
-
 /// Replaces the status, guarded by the observed resourceVersion: a concurrent writer makes this
 /// fail with 409 and the reconcile is retried from a fresh observation.
 async fn write_status(
     api: &Api<FlinkBlueGreenDeployment>,
     current: &FlinkBlueGreenDeployment,
     status: FlinkBlueGreenDeploymentStatus,
-) -> Result<FlinkBlueGreenDeployment> {
+) -> Result<()> {
     let mut next = current.clone();
     next.status = Some(status);
     next.metadata.managed_fields = None;
-    Ok(api
-        .replace_status(&current.name_any(), &PostParams::default(), &next)
-        .await?)
+    api.replace_status(&current.name_any(), &PostParams::default(), &next)
+        .await?;
+    Ok(())
 }
 
 /// Moves the ConfigMap to `desired`, refusing any write `check_transition` rejects and guarding

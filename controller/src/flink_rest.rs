@@ -14,20 +14,6 @@ use serde::Deserialize;
 /// The default REST URL template: the Apache operator's `<name>-rest` Service.
 pub const DEFAULT_URL_TEMPLATE: &str = "http://{name}-rest.{namespace}.svc:8081";
 
-/// A Flink `TriggerId` (32 hex digits) derived from `seed`: the same seed, the same id, so a
-/// request resent after a crash is the same request to Flink.
-pub fn trigger_id(seed: &str) -> String {
-    use sha2::{Digest as _, Sha256};
-    Sha256::digest(seed)
-        .iter()
-        .take(16)
-        .fold(String::with_capacity(32), |mut hex, b| {
-            use std::fmt::Write as _;
-            write!(hex, "{b:02x}").expect("writing to a String cannot fail");
-            hex
-        })
-}
-
 /// A client of one Flink cluster's REST API.
 #[derive(Clone, Debug)]
 pub struct FlinkRest {
@@ -231,17 +217,17 @@ impl FlinkRest {
     }
 
     /// Triggers a savepoint of `job_id` (the job keeps running) under `trigger_id` (Flink's
-    /// `triggerId`): Flink deduplicates a resent request under the same id, so a controller that
-    /// died between the trigger and recording it takes no second savepoint. A trigger id the job
-    /// already knows (in progress, completed or failed) is not sent again. Returns the trigger id.
+    /// `triggerId`, which the status already records): Flink deduplicates a resent request under
+    /// the same id, so a controller that died after sending it takes no second savepoint. A
+    /// trigger id the job already knows (in progress, completed or failed) is not sent again.
     pub async fn trigger_savepoint(
         &self,
         job_id: &str,
         target_directory: Option<&str>,
         trigger_id: &str,
-    ) -> Result<String> {
+    ) -> Result<()> {
         if self.savepoint_status(job_id, trigger_id).await? != SavepointObs::Unknown {
-            return Ok(trigger_id.to_owned());
+            return Ok(());
         }
         let (url, answer) = self
             .post(
@@ -262,7 +248,7 @@ impl FlinkRest {
                 ),
             });
         }
-        Ok(answered)
+        Ok(())
     }
 
     /// Stops `job_id` with a savepoint (`POST /jobs/:jid/stop`), which commits the job's

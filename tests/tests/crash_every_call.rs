@@ -476,8 +476,8 @@ async fn a_crash_right_after_the_savepoint_trigger_takes_no_second_savepoint() -
     let mut bed = Bed::start().await?;
     let triggered = Arc::new(AtomicBool::new(false));
     let seen = Arc::clone(&triggered);
-    // Hold the first call after the savepoint trigger: the trigger went out, its id is not in
-    // the status yet.
+    // Hold the first call after the savepoint trigger: the trigger went out under the id the
+    // status recorded before it; the restarted controller must not take a second savepoint.
     let run = bed
         .handover(Hold::From(Arc::new(move |c: &Call| {
             let after = seen.load(Ordering::Relaxed);

@@ -8,7 +8,7 @@ use bluegreen_protocol::{AppliedState, Color, CoordinationState, Stage, Toggle};
 
 use crate::checks::ValidSpec;
 use crate::fixtures::{observed, running, with_child};
-use crate::handover::{Action, Plan, plan};
+use crate::handover::{Plan, plan};
 use crate::observed::{ConfigMapObs, Observed, SavepointObs};
 use crate::resource::FlinkBlueGreenDeploymentSpec;
 
@@ -71,8 +71,8 @@ pub fn handover_observation(spec: &FlinkBlueGreenDeploymentSpec, valid: ValidSpe
 }
 
 /// Plans [`handover_observation`] once per clock step (0 h, 1 h, 1 d, 1 week, 1 year, 100
-/// years later), each time with the status the previous plan wrote and the savepoint trigger
-/// id that executing it would have recorded.
+/// years later), each time with the status the previous plan wrote (with the savepoint trigger
+/// id it planned).
 pub fn drive(spec: &FlinkBlueGreenDeploymentSpec, valid: ValidSpec) -> Vec<Plan> {
     let mut obs = handover_observation(spec, valid);
     let start = obs.now;
@@ -84,12 +84,6 @@ pub fn drive(spec: &FlinkBlueGreenDeploymentSpec, valid: ValidSpec) -> Vec<Plan>
                 .expect("within jiff's range");
             let p = plan(&obs);
             obs.status = p.status.clone();
-            // What executing `TriggerSavepoint` records: the trigger id (its savepoint fails).
-            if let Some(t) = obs.status.transition.as_mut()
-                && p.actions.contains(&Action::TriggerSavepoint(Color::Blue))
-            {
-                t.savepoint_trigger_id = Some(format!("trigger-{hours}"));
-            }
             p
         })
         .collect()

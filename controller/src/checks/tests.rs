@@ -520,7 +520,10 @@ fn the_base_spec_and_the_longest_name_are_valid_and_start_the_handover() {
     assert!(
         matches!(
             p.actions.first(),
-            Some(Action::TriggerSavepoint(Color::Blue))
+            Some(Action::TriggerSavepoint {
+                color: Color::Blue,
+                ..
+            })
         ),
         "{:?}",
         p.actions

@@ -51,9 +51,14 @@ pub enum Action {
     },
     /// Delete the child of `color`, after the RoleBinding that lets its gates read the ConfigMap.
     DeleteChild(Color),
-    /// Trigger a savepoint of the child of `color` through Flink's REST API and record the
-    /// trigger id in the status.
-    TriggerSavepoint(Color),
+    /// Trigger a savepoint of the child of `color` through Flink's REST API under `trigger_id`,
+    /// which the status already records. Resending it is idempotent.
+    TriggerSavepoint {
+        /// The child's color (the outgoing one).
+        color: Color,
+        /// The trigger id Flink deduplicates the request by.
+        trigger_id: String,
+    },
     /// Stop the job of the child of `color` with a savepoint (`POST /jobs/:jid/stop`) under
     /// `trigger_id`, which the status already records. Resending it is idempotent.
     StopJob {

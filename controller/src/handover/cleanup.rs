@@ -14,17 +14,10 @@ use std::time::Duration;
 
 use bluegreen_protocol::Color;
 
-use super::{Action, Note, Plan, STEADY_REQUEUE, plan};
+use super::{Action, Note, Plan, STEADY_REQUEUE, final_savepoint_trigger_id, plan};
 use crate::conditions::Reason;
-use crate::flink_rest::trigger_id;
 use crate::observed::{Observed, SavepointObs};
 use crate::resource::{DeletionPolicy, FlinkBlueGreenDeploymentStatus, Phase, Promotion};
-
-/// The trigger id of the final savepoint of the resource with `uid`: one per resource, however
-/// often the cleanup is retried.
-pub fn final_savepoint_trigger_id(uid: &str) -> String {
-    trigger_id(&format!("bluegreen-final-savepoint/{uid}"))
-}
 
 /// Whether the deletion of a resource with `status` under `policy` first ends its handover (one
 /// that deployed the incoming job), so that the cleanup needs the full observation.
@@ -172,9 +165,10 @@ fn final_savepoint(obs: &Observed, notes: &mut Vec<Note>) -> Option<Vec<Action>>
 mod tests {
     use bluegreen_protocol::Color;
 
-    use super::{final_savepoint_trigger_id, plan_cleanup};
+    use super::plan_cleanup;
     use crate::fixtures::{observed, running, with_child};
     use crate::handover::Action;
+    use crate::handover::final_savepoint_trigger_id;
     use crate::observed::{ChildObs, FlinkObs, Observed, SavepointObs};
     use crate::resource::DeletionPolicy;
 

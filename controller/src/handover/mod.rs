@@ -8,8 +8,8 @@
 //! (`configmap`), the entry into a handover from the steady state (`entry`), the active job's
 //! gates in the steady state (`gates`), the phases before W
 //! is set (`phases`), promotion (`promotion`), teardown (`teardown`), aborting (`abort`), forward
-//! repair (`repair`), the history record of a finished handover (`history`), and deletion
-//! ([`plan_cleanup`], `cleanup`). Conditions are derived in [`crate::conditions`].
+//! repair (`repair`), the history record of a finished handover (`history`), deletion
+//! ([`plan_cleanup`], `cleanup`) and the trigger ids of Flink requests (`triggers`). Conditions are derived in [`crate::conditions`].
 
 use std::time::Duration;
 
@@ -23,10 +23,10 @@ use crate::resource::{
 };
 
 pub use actions::{Action, Note, Plan};
-pub use cleanup::{ends_handover_first, final_savepoint_trigger_id, plan_cleanup};
+pub use cleanup::{ends_handover_first, plan_cleanup};
 pub use configmap::desired_configmap;
 pub use history::HISTORY_LEN;
-pub use teardown::stop_trigger_id;
+pub use triggers::{final_savepoint_trigger_id, savepoint_trigger_id, stop_trigger_id};
 
 use configmap::diverged;
 
@@ -208,5 +208,6 @@ mod repair;
 mod teardown;
 #[cfg(test)]
 mod tests;
+mod triggers;
 #[cfg(test)]
 mod world;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
+use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE, savepoint_trigger_id};
 use crate::conditions::Reason;
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
 use crate::resource::{MicroTime, Outcome, Phase, RestoreFrom, TasksReady, Transition};
@@ -132,11 +132,20 @@ impl Planner<'_> {
                                 format!("retrying the savepoint after {backoff:?}"),
                             );
                         } else {
+                            // The intent first: the trigger id in the status, then the request.
+                            let trigger_id = savepoint_trigger_id(
+                                &t.template_hash,
+                                t.epoch,
+                                t.savepoint_attempts,
+                            );
                             let now = MicroTime(self.now());
-                            self.transition().phase_started_at = now;
-                            self.actions.push(Action::TriggerSavepoint(
-                                t.from.expect("handover has an outgoing color"),
-                            ));
+                            let planned = self.transition();
+                            planned.phase_started_at = now;
+                            planned.savepoint_trigger_id = Some(trigger_id.clone());
+                            self.actions.push(Action::TriggerSavepoint {
+                                color: t.from.expect("handover has an outgoing color"),
+                                trigger_id,
+                            });
                             self.health.progressing(
                                 Reason::Snapshotting,
                                 "savepoint of the outgoing job requested".into(),
@@ -151,18 +160,24 @@ impl Planner<'_> {
                     (Some(_), Some(SavepointObs::Failed(reason))) => {
                         self.savepoint_failed(settings, reason);
                     }
-                    (Some(trigger), Some(SavepointObs::Unknown)) => {
-                        self.savepoint_failed(
-                            settings,
-                            format!("savepoint trigger {trigger} is unknown to the job"),
-                        );
-                    }
                     (Some(_), _)
                         if self.since(&t.phase_started_at) > settings.savepoint_timeout =>
                     {
                         self.savepoint_failed(
                             settings,
                             format!("no result within {:?}", settings.savepoint_timeout),
+                        );
+                    }
+                    (Some(trigger_id), Some(SavepointObs::Unknown)) => {
+                        // The request may never have arrived (a crash after the status write),
+                        // or the JobManager failed over since: sent again under the same id.
+                        self.actions.push(Action::TriggerSavepoint {
+                            color: t.from.expect("handover has an outgoing color"),
+                            trigger_id: trigger_id.clone(),
+                        });
+                        self.health.progressing(
+                            Reason::Snapshotting,
+                            "savepoint of the outgoing job requested".into(),
                         );
                     }
                     (Some(_), _) => self

@@ -5,26 +5,11 @@ use std::time::Duration;
 
 use bluegreen_protocol::Color;
 
-use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE};
+use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE, stop_trigger_id};
 use crate::conditions::Reason;
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
 use crate::resource::{MicroTime, Outcome, OutgoingStop, Phase};
 use crate::settings::Settings;
-
-/// The trigger id of attempt `attempt` to stop the outgoing job of the handover to
-/// `template_hash` at `epoch`: 32 hex digits (Flink's `TriggerId`), the same on every replan.
-pub fn stop_trigger_id(template_hash: &str, epoch: u64, attempt: u32) -> String {
-    use sha2::{Digest as _, Sha256};
-    let digest = Sha256::digest(format!("bluegreen-stop/{template_hash}/{epoch}/{attempt}"));
-    digest
-        .iter()
-        .take(16)
-        .fold(String::with_capacity(32), |mut hex, b| {
-            use std::fmt::Write as _;
-            write!(hex, "{b:02x}").expect("writing to a String cannot fail");
-            hex
-        })
-}
 
 impl Planner<'_> {
     pub(super) fn clear_to_teardown(&mut self, settings: &Settings, from: Color) {

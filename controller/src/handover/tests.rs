@@ -76,6 +76,15 @@ fn steady_blue(hash: &str) -> Observed {
     )
 }
 
+/// The savepoint of the outgoing `color` for attempt `attempt` of the handover to `hash` at
+/// `epoch`, under the trigger id the status records first.
+fn trigger(color: Color, hash: &str, epoch: u64, attempt: u32) -> Action {
+    Action::TriggerSavepoint {
+        color,
+        trigger_id: super::savepoint_trigger_id(hash, epoch, attempt),
+    }
+}
+
 /// A handover blue → green (epoch 1, template h2) in `phase`, with the matching ConfigMap.
 fn handover(phase: Phase, toggle: Option<i64>) -> Observed {
     let mut obs = steady_blue("h2");
@@ -214,7 +223,7 @@ fn suspend_is_applied_in_place_without_a_handover() {
 #[test]
 fn a_template_change_starts_with_a_savepoint_and_leaves_the_configmap_alone() {
     let p = plan(&steady_blue("h2"));
-    assert_eq!(p.actions, vec![Action::TriggerSavepoint(Color::Blue)]);
+    assert_eq!(p.actions, vec![trigger(Color::Blue, "h2", 1, 0)]);
     let t = transition(&p);
     assert_eq!(
         (t.phase, t.from, t.to, t.epoch),
@@ -279,7 +288,7 @@ fn a_failed_savepoint_is_retried_after_backoff_then_the_handover_is_given_up() {
     );
     // After it: trigger again.
     let p2 = plan(&at(again, "2026-01-01T00:00:11Z"));
-    assert_eq!(p2.actions, vec![Action::TriggerSavepoint(Color::Blue)]);
+    assert_eq!(p2.actions, vec![trigger(Color::Blue, "h2", 1, 1)]);
     // The third failure gives up: nothing deployed, ConfigMap untouched, Degraded.
     let mut last = obs;
     last.status.transition.as_mut().unwrap().savepoint_attempts = 2;
@@ -302,6 +311,29 @@ fn a_savepoint_that_takes_too_long_counts_as_failed() {
             .is_empty()
     );
     let p = plan(&at(obs, "2026-01-01T00:10:01Z"));
+    assert_eq!(transition(&p).savepoint_attempts, 1);
+}
+
+#[test]
+fn a_savepoint_whose_request_never_arrived_is_resent_under_the_same_trigger() {
+    // The trigger id is in the status before the request goes out: a crash in between leaves a
+    // trigger the job does not know.
+    let p = plan(&steady_blue("h2"));
+    let id = super::savepoint_trigger_id("h2", 1, 0);
+    assert_eq!(transition(&p).savepoint_trigger_id.as_ref(), Some(&id));
+    let mut obs = steady_blue("h2");
+    obs.status = p.status;
+    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().savepoint = Some(SavepointObs::Unknown);
+    let resent = plan(&at(obs.clone(), "2026-01-01T00:05:00Z"));
+    assert_eq!(resent.actions, vec![trigger(Color::Blue, "h2", 1, 0)]);
+    let t = transition(&resent);
+    assert_eq!(
+        (t.savepoint_trigger_id.as_ref(), t.savepoint_attempts),
+        (Some(&id), 0)
+    );
+    // No result within the timeout: a failed attempt, like any other.
+    let p = plan(&at(obs, "2026-01-01T00:10:01Z"));
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert_eq!(transition(&p).savepoint_attempts, 1);
 }
 
@@ -420,9 +452,9 @@ fn an_abort_completes_once_green_is_gone_and_the_template_is_not_retried() {
     let t = transition(&p3);
     assert_eq!(
         (t.epoch, t.savepoint_trigger_id.clone(), t.toggle),
-        (2, None, None)
+        (2, Some(super::savepoint_trigger_id("h3", 2, 0)), None)
     );
-    assert_eq!(p3.actions, vec![Action::TriggerSavepoint(Color::Blue)]);
+    assert_eq!(p3.actions, vec![trigger(Color::Blue, "h3", 2, 0)]);
 }
 
 #[test]
@@ -1536,7 +1568,7 @@ fn the_floor_is_carried_through_the_next_handover_and_w_is_proposed_above_it() {
         .unwrap()
         .savepoint = Some(SavepointObs::Completed("file:///sp/2".into()));
     let p = plan(&obs);
-    assert_eq!(p.actions, vec![Action::TriggerSavepoint(Color::Green)]);
+    assert_eq!(p.actions, vec![trigger(Color::Green, "h3", 2, 0)]);
     let mut next = obs.clone();
     next.status = p.status.clone();
     next.status

@@ -52,7 +52,8 @@ struct Job {
     seen: Vec<CoordinationState>,
     /// Index in `seen` of the state the gates apply: it only moves forward, late.
     applied: usize,
-    savepoint: Option<(u64, i64)>,
+    /// A savepoint: its trigger id, the steps until it completes and the tick it stands for.
+    savepoint: Option<(String, u64, i64)>,
     /// A stop-with-savepoint: its trigger id and the steps until the job is FINISHED.
     stop: Option<(String, u64)>,
     checkpoints: u64,
@@ -349,8 +350,8 @@ impl World {
                 }
                 job.next += 1;
             }
-            if let Some((left, pos)) = job.savepoint {
-                job.savepoint = Some((left.saturating_sub(1), pos));
+            if let Some((_, left, _)) = job.savepoint.as_mut() {
+                *left = left.saturating_sub(1);
             }
             if checkpoint {
                 job.checkpoints += 1;
@@ -382,7 +383,7 @@ impl World {
             .transition
             .as_ref()
             .is_some_and(|t| t.phase == Phase::TearingDown);
-        let savepoint = match (trigger, job.savepoint, &job.stop) {
+        let savepoint = match (trigger, &job.savepoint, &job.stop) {
             (Some(id), _, Some((stop_id, left))) if stopping && id == stop_id => {
                 Some(if *left == 0 {
                     SavepointObs::Completed(format!("stop-{}", color.suffix()))
@@ -391,12 +392,13 @@ impl World {
                 })
             }
             (Some(_), _, _) if stopping => Some(SavepointObs::Unknown),
-            (Some(_), Some((0, pos)), _) => Some(SavepointObs::Completed(format!(
-                "sp-{}-{pos}",
-                color.suffix()
-            ))),
-            (Some(_), Some(_), _) => Some(SavepointObs::InProgress),
-            _ => None,
+            (Some(id), Some((sp_id, 0, pos)), _) if id == sp_id => Some(SavepointObs::Completed(
+                format!("sp-{}-{pos}", color.suffix()),
+            )),
+            (Some(id), Some((sp_id, _, _)), _) if id == sp_id => Some(SavepointObs::InProgress),
+            // Never sent (a crash after the status write): the job does not know the trigger.
+            (Some(_), _, _) => Some(SavepointObs::Unknown),
+            (None, _, _) => None,
         };
         Some(ChildObs {
             template_hash: Some(job.hash.clone()),
@@ -449,19 +451,27 @@ impl World {
         })
     }
 
+    /// What `observe::observe` reads: the outgoing job answers for the trigger in the status.
     fn observe(&mut self) {
         let trigger = self.obs.status.transition.as_ref().and_then(|t| {
-            if t.phase == Phase::TearingDown {
+            let id = if t.phase == Phase::TearingDown {
                 t.stop.trigger_id.clone()
             } else {
                 t.savepoint_trigger_id.clone()
-            }
+            };
+            t.from.zip(id)
         });
+        let of = |color: Color| {
+            trigger
+                .as_ref()
+                .filter(|(from, _)| *from == color)
+                .map(|(_, id)| id)
+        };
         self.obs.configmap = self
             .configmap
             .map_or(ConfigMapObs::Absent, ConfigMapObs::Valid);
-        self.obs.blue = self.child_obs(Color::Blue, trigger.as_ref());
-        self.obs.green = self.child_obs(Color::Green, trigger.as_ref());
+        self.obs.blue = self.child_obs(Color::Blue, of(Color::Blue));
+        self.obs.green = self.child_obs(Color::Green, of(Color::Green));
     }
 
     /// Applies the child of `color`: updates a running job's template, or starts a new job.
@@ -653,22 +663,30 @@ impl World {
                 trigger_id,
                 drain,
             } => self.stop_job(*color, trigger_id, *drain),
-            Action::TriggerSavepoint(color) => {
+            Action::TriggerSavepoint { color, trigger_id } => {
+                assert_eq!(
+                    status
+                        .transition
+                        .as_ref()
+                        .and_then(|t| t.savepoint_trigger_id.as_ref()),
+                    Some(trigger_id),
+                    "the status records the trigger before it is sent"
+                );
                 let steps = self.dice.below(4);
                 let job = self
                     .jobs
                     .get_mut(color)
                     .expect("savepoint of a running job");
-                let path = format!("sp-{}-{}", color.suffix(), job.next);
-                self.savepoints.insert(path, job.next);
-                job.savepoint = Some((steps, job.next));
-                let t = self
-                    .obs
-                    .status
-                    .transition
-                    .as_mut()
-                    .expect("savepoint during a handover");
-                t.savepoint_trigger_id = Some("trigger".into());
+                // Resent under the same trigger: the same savepoint.
+                if job
+                    .savepoint
+                    .as_ref()
+                    .is_none_or(|(id, _, _)| id != trigger_id)
+                {
+                    let path = format!("sp-{}-{}", color.suffix(), job.next);
+                    self.savepoints.insert(path, job.next);
+                    job.savepoint = Some((trigger_id.clone(), steps, job.next));
+                }
             }
             Action::ClearManualAction => self.obs.action = None,
             Action::Orphan(_) | Action::DeleteConfigMap | Action::AwaitFinalSavepoint => {
