@@ -8,13 +8,17 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TopicExistsException;
@@ -36,6 +40,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *     the oracle: every record of every partition up to the end offsets at its start (the last
  *     stable offsets for read_committed), one value per line on stdout
  * KafkaTool end-offsets BOOTSTRAP TOPIC   "partition endOffset" lines
+ * KafkaTool watch-lag BOOTSTRAP TOPIC PERIOD_MS
+ *     the read_committed lag: every PERIOD_MS, one "epochMs partition lastStableOffset highWatermark"
+ *     line per partition (the admin API's latest offsets read_committed and read_uncommitted; they
+ *     differ by what open transactions wrote), flushed at once; runs until killed
  * </pre>
  */
 public final class KafkaTool {
@@ -65,13 +73,19 @@ public final class KafkaTool {
             case "end-offsets":
                 endOffsets(a[1], a[2]);
                 break;
+            case "watch-lag":
+                if (a.length != 4) {
+                    usage();
+                }
+                watchLag(a[1], a[2], Long.parseLong(a[3]));
+                break;
             default:
                 usage();
         }
     }
 
     private static void usage() {
-        System.err.println("usage: KafkaTool create-topics|produce|read|end-offsets BOOTSTRAP ... (see its javadoc)");
+        System.err.println("usage: KafkaTool create-topics|produce|read|end-offsets|watch-lag BOOTSTRAP ... (see its javadoc)");
         System.exit(2);
     }
 
@@ -202,6 +216,44 @@ public final class KafkaTool {
             List<TopicPartition> tps = partitions(c, topic);
             for (Map.Entry<TopicPartition, Long> e : c.endOffsets(tps, Duration.ofSeconds(30)).entrySet()) {
                 System.out.println(e.getKey().partition() + " " + e.getValue());
+            }
+        }
+    }
+
+    private static Map<TopicPartition, Long> latest(Admin admin, Map<TopicPartition, OffsetSpec> specs,
+            IsolationLevel isolation) throws Exception {
+        Map<TopicPartition, Long> out = new HashMap<>();
+        for (Map.Entry<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> e : admin
+                .listOffsets(specs, new ListOffsetsOptions(isolation)).all().get(30, TimeUnit.SECONDS).entrySet()) {
+            out.put(e.getKey(), e.getValue().offset());
+        }
+        return out;
+    }
+
+    private static void watchLag(String bootstrap, String topic, long periodMs) throws Exception {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+        try (Admin admin = Admin.create(p)) {
+            int partitions = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic)
+                    .partitions().size();
+            Map<TopicPartition, OffsetSpec> specs = new HashMap<>();
+            for (int i = 0; i < partitions; i++) {
+                specs.put(new TopicPartition(topic, i), OffsetSpec.latest());
+            }
+            while (true) {
+                long now = System.currentTimeMillis();
+                Map<TopicPartition, Long> stable = latest(admin, specs, IsolationLevel.READ_COMMITTED);
+                Map<TopicPartition, Long> high = latest(admin, specs, IsolationLevel.READ_UNCOMMITTED);
+                StringBuilder out = new StringBuilder();
+                for (int i = 0; i < partitions; i++) {
+                    TopicPartition tp = new TopicPartition(topic, i);
+                    out.append(now).append(' ').append(i).append(' ').append(stable.get(tp)).append(' ')
+                            .append(high.get(tp)).append('\n');
+                }
+                System.out.print(out);
+                System.out.flush();
+                Thread.sleep(Math.max(0, periodMs - (System.currentTimeMillis() - now)));
             }
         }
     }

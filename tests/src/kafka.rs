@@ -280,6 +280,24 @@ auto.create.topics.enable=false
         Ok(out.lines().map(str::to_owned).collect())
     }
 
+    /// Starts sampling the `read_committed` lag of every partition of `topic` every `period`
+    /// (`KafkaTool watch-lag`, one JVM for the whole test).
+    pub fn watch_lag(&self, topic: &str, period: Duration) -> anyhow::Result<LagWatch> {
+        let out = self.dir.path().join(format!("lag-{topic}.txt"));
+        let err = fs::File::create(self.dir.path().join(format!("lag-{topic}.log")))?;
+        let child = self
+            .tool()
+            .arg("watch-lag")
+            .arg(&self.bootstrap)
+            .arg(topic)
+            .arg(period.as_millis().to_string())
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&out)?)
+            .stderr(err)
+            .spawn()?;
+        Ok(LagWatch { child, out })
+    }
+
     /// The end offset of each partition of `topic`.
     pub async fn end_offsets(&self, topic: &str) -> anyhow::Result<BTreeMap<u32, u64>> {
         let out = self
@@ -291,6 +309,80 @@ auto.create.topics.enable=false
                 Ok((p.parse()?, o.parse()?))
             })
             .collect()
+    }
+}
+
+/// What aborted transactions contained: every line of the `read_uncommitted` reading beyond the
+/// `read_committed` one (as multisets; each line is a record's whole output line). Meaningful when
+/// no transaction is open, e.g. after a checkpoint with the input stopped.
+pub fn aborted_lines(committed: &[String], uncommitted: &[String]) -> Vec<String> {
+    let mut left: BTreeMap<&str, u64> = BTreeMap::new();
+    for line in committed {
+        *left.entry(line.as_str()).or_default() += 1;
+    }
+    let mut aborted = Vec::new();
+    for line in uncommitted {
+        match left.get_mut(line.as_str()) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => aborted.push(line.clone()),
+        }
+    }
+    aborted
+}
+
+/// One sample of a partition's `read_committed` lag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LagSample {
+    /// Wall-clock time of the sample (epoch ms).
+    pub at_ms: u64,
+    /// The partition.
+    pub partition: u32,
+    /// Its last stable offset: where a `read_committed` consumer stops.
+    pub stable: u64,
+    /// Its high watermark: where a `read_uncommitted` consumer stops.
+    pub high: u64,
+}
+
+impl LagSample {
+    /// Records written by transactions still open (or by those after the first open one).
+    pub fn lag(&self) -> u64 {
+        self.high.saturating_sub(self.stable)
+    }
+}
+
+/// `KafkaTool watch-lag` running on one topic; killed when dropped.
+pub struct LagWatch {
+    child: Child,
+    out: PathBuf,
+}
+
+impl LagWatch {
+    /// Every sample so far, in order (a partly written last line is left out).
+    pub fn samples(&self) -> anyhow::Result<Vec<LagSample>> {
+        let text = fs::read_to_string(&self.out)?;
+        let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+        complete
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                let [at, p, stable, high] = f.as_slice() else {
+                    bail!("not `epochMs partition stable high`: {l:?}");
+                };
+                Ok(LagSample {
+                    at_ms: at.parse()?,
+                    partition: p.parse()?,
+                    stable: stable.parse()?,
+                    high: high.parse()?,
+                })
+            })
+            .collect()
+    }
+}
+
+impl Drop for LagWatch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -8,6 +8,10 @@
 //! on the output topic, judged by the file ledger's rules (`file_ledger::judge_lines`): every
 //! input record exactly once, by the color that owns its event time, with the right running count.
 //!
+//! Beside it: an incoming job that fails before W (aborted; a `read_uncommitted` reading tells
+//! "never written" from "written and aborted"), and the `read_committed` lag (last stable offset
+//! against high watermark) measured around every handover.
+//!
 //! Needs `scripts/kafka-jars.sh` and the jars of `real_upgrades.rs`; without a `java` on the PATH
 //! it says so and passes without running.
 
@@ -15,10 +19,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context as _, ensure};
-use bluegreen_controller::resource::{Outcome, RestoreFrom};
-use bluegreen_e2e::kafka::KafkaBroker;
-use bluegreen_e2e::real::{Bed, upgrade_step};
+use anyhow::{Context as _, bail, ensure};
+use bluegreen_controller::resource::{Outcome, RestoreFrom, TransitionRecord};
+use bluegreen_e2e::kafka::{KafkaBroker, LagSample, LagWatch, aborted_lines};
+use bluegreen_e2e::real::{Bed, UPGRADE, upgrade_step, wait_taken};
 use bluegreen_examples::LocalStack;
 use bluegreen_examples::real::ExampleJob;
 use bluegreen_local_flink::file_ledger::{Expectation, FileLedgerReport, judge_lines};
@@ -80,23 +84,32 @@ async fn read_committed_report(
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kafka_in_kafka_out_exactly_once_through_five_real_upgrades_read_committed()
--> anyhow::Result<()> {
-    let Some(bed) = Bed::start().await? else {
-        return Ok(());
-    };
-    let started = std::time::Instant::now();
+/// How long after the checkpoint that [`read_committed_report`] triggers every partition's last
+/// stable offset must have reached the high watermark it had when the handover ended: the
+/// committers commit as that checkpoint completes. A transaction left open (by a writer that is
+/// gone) holds it back until `transaction.timeout.ms`, 600 s in the example job.
+const LAG_BOUND: Duration = Duration::from_secs(30);
+
+fn now_ms() -> anyhow::Result<u64> {
+    Ok(u64::try_from(
+        SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis(),
+    )?)
+}
+
+/// A broker with the topics `in` and `out` and the producer of `in` running.
+async fn kafka_with_input() -> anyhow::Result<KafkaBroker> {
     let mut kafka = KafkaBroker::start().await?;
     kafka
         .create_topics(&[("in", PARTITIONS), ("out", PARTITIONS)])
         .await?;
-    let t0 = u64::try_from(SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis())?;
-    kafka.start_producer("in", PARTITIONS, RATE, t0, JITTER_MS, 1, KEYS)?;
-    let stack = &bed.stack;
-    let mut job = ExampleJob::new(&bed.output("unused"));
-    job.topology = "kafka".into();
-    job.extra_args = [
+    kafka.start_producer("in", PARTITIONS, RATE, now_ms()?, JITTER_MS, 1, KEYS)?;
+    Ok(kafka)
+}
+
+/// The arguments of the example job's Kafka shape on `kafka`, followed by `extra`.
+fn kafka_args(kafka: &KafkaBroker, extra: &[&str]) -> Vec<String> {
+    let jitter = JITTER_MS.to_string();
+    let mut args: Vec<String> = [
         "--kafka",
         &kafka.bootstrap,
         "--input-topic",
@@ -104,12 +117,87 @@ async fn kafka_in_kafka_out_exactly_once_through_five_real_upgrades_read_committ
         "--output-topic",
         "out",
         "--jitter-ms",
-        &JITTER_MS.to_string(),
+        &jitter,
         "--idleness-ms",
         "3000",
     ]
     .map(str::to_owned)
     .to_vec();
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    args
+}
+
+/// The `read_committed` lag around one handover (started at `from_ms`, steady at `to_ms`).
+#[derive(Debug)]
+struct HandoverLag {
+    /// The most records written by open transactions at one sample, all partitions together,
+    /// between `from_ms` and `to_ms`.
+    peak: u64,
+    /// From `to_ms` until the last stable offset of every partition reached its high watermark
+    /// at `to_ms`.
+    caught_up_after: Duration,
+}
+
+/// The samples of `watch` by time, one entry per sampling (every partition).
+fn by_time(samples: &[LagSample]) -> BTreeMap<u64, Vec<LagSample>> {
+    let mut out: BTreeMap<u64, Vec<LagSample>> = BTreeMap::new();
+    for s in samples {
+        out.entry(s.at_ms).or_default().push(*s);
+    }
+    out
+}
+
+/// Measures the handover's lag from `watch`; waits up to [`LAG_BOUND`] for the catch-up (a
+/// transaction left open is an error naming the partitions it holds back).
+async fn handover_lag(watch: &LagWatch, from_ms: u64, to_ms: u64) -> anyhow::Result<HandoverLag> {
+    let deadline = tokio::time::Instant::now() + LAG_BOUND;
+    loop {
+        let samples = by_time(&watch.samples()?);
+        let peak = samples
+            .range(from_ms..=to_ms)
+            .map(|(_, s)| s.iter().map(LagSample::lag).sum::<u64>())
+            .max()
+            .unwrap_or(0);
+        let (_, at_end) = samples
+            .range(..=to_ms)
+            .next_back()
+            .context("no lag sample before the handover ended")?;
+        let caught_up = samples.range(to_ms..).find(|(_, now)| {
+            at_end.iter().all(|end| {
+                now.iter()
+                    .any(|s| s.partition == end.partition && s.stable >= end.high)
+            })
+        });
+        if let Some((&at, _)) = caught_up {
+            return Ok(HandoverLag {
+                peak,
+                caught_up_after: Duration::from_millis(at - to_ms),
+            });
+        }
+        if tokio::time::Instant::now() > deadline {
+            let last = samples.values().next_back().cloned().unwrap_or_default();
+            bail!(
+                "a transaction stays open: {LAG_BOUND:?} after the checkpoint, the last stable offsets {last:?} \
+                 are still below the high watermarks at the end of the handover {at_end:?}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_in_kafka_out_exactly_once_through_five_real_upgrades_read_committed()
+-> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let started = std::time::Instant::now();
+    let mut kafka = kafka_with_input().await?;
+    let watch = kafka.watch_lag("out", Duration::from_millis(500))?;
+    let stack = &bed.stack;
+    let mut job = ExampleJob::new(&bed.output("unused"));
+    job.topology = "kafka".into();
+    job.extra_args = kafka_args(&kafka, &[]);
     bed.deploy("orders", &job).await?;
     let none = BTreeMap::new();
     let mut color = Color::Blue;
@@ -123,11 +211,19 @@ async fn kafka_in_kafka_out_exactly_once_through_five_real_upgrades_read_committ
         ("v2", 2, None),
     ];
     for step in steps {
+        let from_ms = now_ms()?;
         color = upgrade_step(stack, "orders", &mut job, color, step).await?;
+        let to_ms = now_ms()?;
         let (version, parallelism, restore) = step;
         let report = read_committed_report(stack, &kafka, "orders", &none).await?;
+        let lag = handover_lag(&watch, from_ms, to_ms).await?;
         eprintln!(
-            "after the upgrade to {color} ({version}, parallelism {parallelism}, {restore:?}):\n{report}"
+            "after the upgrade to {color} ({version}, parallelism {parallelism}, {restore:?}): \
+             read_committed lag peak {} records during the handover ({:.1} s), \
+             caught up {:.1} s after it ended\n{report}",
+            lag.peak,
+            Duration::from_millis(to_ms - from_ms).as_secs_f64(),
+            lag.caught_up_after.as_secs_f64()
         );
         ensure!(report.is_exactly_once_by_owner(), "{report}");
     }
@@ -145,6 +241,141 @@ async fn kafka_in_kafka_out_exactly_once_through_five_real_upgrades_read_committ
     ensure!(report.total_lines() == produced, "{report}");
     ensure!(report.lines[&Color::Blue] > 1000, "{report}");
     ensure!(report.lines[&Color::Green] > 1000, "{report}");
+    bed.stack.shutdown().await;
+    drop(kafka);
+    Ok(())
+}
+
+/// Keeps the fail trigger `file` in place (a task deletes it as it fails) until the handover in
+/// progress is aborted; the history entry of the abort.
+async fn fail_until_aborted(bed: &Bed, file: &Path) -> anyhow::Result<TransitionRecord> {
+    let deadline = tokio::time::Instant::now() + UPGRADE;
+    let aborted = loop {
+        let status = bed
+            .stack
+            .fbgds()
+            .get("orders")
+            .await?
+            .status
+            .unwrap_or_default();
+        if status.transition.is_none()
+            && let Some(h) = status.history.first()
+            && h.outcome == Outcome::Aborted
+        {
+            break h.clone();
+        }
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the handover was not aborted within {UPGRADE:?}: {status:?}"
+        );
+        if !file.exists() {
+            std::fs::write(file, b"")?;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    if file.exists() {
+        std::fs::remove_file(file)?;
+    }
+    Ok(aborted)
+}
+
+/// The incoming job fails at its first record, again after every restart, until its restart
+/// strategy is exhausted: the controller aborts the handover before W and blue keeps every record.
+/// Then blue fails over once (its restarted writer aborts the transaction it had open). With the
+/// input stopped and a checkpoint committed, the `read_committed` reading holds every record
+/// once, all blue; the `read_uncommitted` reading holds no green record (never written) and blue's
+/// aborted transaction (written and aborted: each of its records also committed once after the
+/// replay). Judged as if it were the output, the `read_uncommitted` reading fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incoming_job_failing_before_w_is_aborted_and_nothing_of_it_is_read_committed()
+-> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let started = std::time::Instant::now();
+    let mut kafka = kafka_with_input().await?;
+    let stack = &bed.stack;
+    let (fail_blue, fail_green) = (bed.output("fail-blue"), bed.output("fail-green"));
+    let mut job = ExampleJob::new(&bed.output("unused"));
+    job.topology = "kafka".into();
+    job.extra_args = kafka_args(
+        &kafka,
+        &["--fail-trigger", &fail_blue.display().to_string()],
+    );
+    bed.deploy("orders", &job).await?;
+    job.version = "v2".into();
+    job.extra_args = kafka_args(
+        &kafka,
+        &["--fail-trigger", &fail_green.display().to_string()],
+    );
+    stack.patch_spec("orders", job.template_patch()).await?;
+    let aborted = fail_until_aborted(&bed, &fail_green).await?;
+    eprintln!("aborted: {aborted:?}");
+    // (`toggle` in the history is W once proposed: the gates may have seen it WAITING.)
+    ensure!(
+        aborted
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("before W was set")),
+        "{aborted:?}"
+    );
+    // Blue fails over with records in its open transaction.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    std::fs::write(&fail_blue, b"")?;
+    wait_taken(&fail_blue).await?;
+    // (Not Ready after an abort: `Degraded/HandoverAborted` until the template changes.)
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    kafka.stop_producers();
+    let horizons = kafka.end_offsets("in").await?;
+    // Blue runs again once a checkpoint can be taken; it then reads up to the horizons.
+    let deadline = tokio::time::Instant::now() + UPGRADE;
+    while let Err(e) = stack.commit_active("orders").await {
+        ensure!(tokio::time::Instant::now() < deadline, "{e:#}");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let report = read_committed_report(stack, &kafka, "orders", &horizons).await?;
+    eprintln!("read_committed, every input record ({horizons:?}):\n{report}");
+    ensure!(report.is_exactly_once_by_owner(), "{report}");
+    ensure!(
+        report.total_lines() == horizons.values().sum::<u64>(),
+        "{report}"
+    );
+    ensure!(!report.lines.contains_key(&Color::Green), "{report}");
+    let committed = kafka.read("out", "read_committed").await?;
+    let uncommitted = kafka.read("out", "read_uncommitted").await?;
+    let aborted = aborted_lines(&committed, &uncommitted);
+    let expect = Expectation::new(Color::Blue).keys_per_split(KEYS);
+    let raw = judge_lines(
+        Path::new("topic out (read_uncommitted)"),
+        uncommitted.iter().map(String::as_str),
+        &expect,
+    );
+    let only_aborted = judge_lines(
+        Path::new("aborted transactions"),
+        aborted.iter().map(String::as_str),
+        &expect.clone().without_count_check(),
+    );
+    eprintln!(
+        "read_uncommitted: {} records, {} of them in aborted transactions\n{raw}\n\
+         the aborted ones alone:\n{only_aborted}\nwhole test {:?}",
+        uncommitted.len(),
+        aborted.len(),
+        started.elapsed()
+    );
+    // Never written: no green record, committed or aborted.
+    ensure!(!raw.lines.contains_key(&Color::Green), "{raw}");
+    // Written and aborted: blue's open transaction at its failover, each record committed once
+    // after the replay, so the raw reading shows them as duplicates.
+    ensure!(!aborted.is_empty(), "blue's failover aborted nothing");
+    ensure!(only_aborted.duplicates == 0, "{only_aborted}");
+    let committed_set: std::collections::BTreeSet<&str> =
+        committed.iter().map(String::as_str).collect();
+    ensure!(
+        aborted.iter().all(|l| committed_set.contains(l.as_str())),
+        "an aborted record was not committed after the replay"
+    );
+    ensure!(raw.duplicates == aborted.len() as u64, "{raw}");
     bed.stack.shutdown().await;
     drop(kafka);
     Ok(())
