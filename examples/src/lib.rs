@@ -7,6 +7,7 @@ pub mod audit;
 pub mod calls;
 pub mod real;
 pub mod reliability;
+pub mod sql;
 pub mod stack;
 pub mod visibility;
 

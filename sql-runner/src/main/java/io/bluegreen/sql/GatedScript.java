@@ -157,8 +157,35 @@ public final class GatedScript {
         return List.copyOf(inserts);
     }
 
+    /**
+     * For a Table API program: writes {@code query} into the filesystem table {@code sinkTable}
+     * through the gate, as an INSERT of a script is written (checked and refused the same way).
+     * Call it instead of {@code query.executeInsert(sinkTable)} or a {@code StatementSet}, once per
+     * sink, then {@code env.execute}.
+     *
+     * @throws RefusedStatementException when the insert cannot be handed over exactly once; do not
+     *     execute the environment after that (a refused query may have left its conversion in it)
+     */
+    public Insert insertInto(Table query, String sinkTable) {
+        TableEnvironmentImpl impl = (TableEnvironmentImpl) tEnv;
+        ContextResolvedTable sink = impl.getCatalogManager().getTableOrError(
+                impl.getCatalogManager().qualifyIdentifier(impl.getParser().parseIdentifier(sinkTable)));
+        int before = inserts.size();
+        insert(sink, query.getQueryOperation(), Map.of(), null);
+        if (!refusals.isEmpty()) {
+            RefusedStatementException e = new RefusedStatementException(refusals);
+            refusals.clear();
+            throw e;
+        }
+        return inserts.get(before);
+    }
+
     private void insert(SinkModifyOperation op) {
-        ContextResolvedTable sink = op.getContextResolvedTable();
+        insert(op.getContextResolvedTable(), op.getChild(), op.getStaticPartitions(), op.getTargetColumns());
+    }
+
+    private void insert(ContextResolvedTable sink, QueryOperation child, Map<String, String> staticPartitions,
+            int[][] targetColumns) {
         String table = sink.getIdentifier().asSummaryString();
         String prefix = "INSERT INTO " + table + ": ";
         ResolvedCatalogBaseTable<?> base = sink.getResolvedTable();
@@ -181,17 +208,17 @@ public final class GatedScript {
             refusals.add(prefix + "the filesystem sink has no 'path'");
             return;
         }
-        if (!catalogTable.getPartitionKeys().isEmpty() || !op.getStaticPartitions().isEmpty()) {
+        if (!catalogTable.getPartitionKeys().isEmpty() || !staticPartitions.isEmpty()) {
             refusals.add(prefix + "the sink is PARTITIONED BY " + catalogTable.getPartitionKeys()
                     + "; partitioned filesystem sinks are not gated yet: drop PARTITIONED BY");
             return;
         }
-        if (op.getTargetColumns() != null) {
+        if (targetColumns != null) {
             refusals.add(prefix + "an explicit column list (INSERT INTO t (a, b) ...) is not supported yet:"
                     + " select every column of the sink, in its order");
             return;
         }
-        Table query = ((TableEnvironmentImpl) tEnv).createTable(op.getChild());
+        Table query = ((TableEnvironmentImpl) tEnv).createTable(child);
         ResolvedSchema schema = query.getResolvedSchema();
         List<Column> columns = schema.getColumns();
         List<String> rowtimes = columns.stream()

@@ -223,4 +223,28 @@ class GatedScriptTest {
         assertTrue(windows.stream().allMatch(l -> l.split(",")[3].equals("10") || l.split(",")[3].equals("3")
                 || l.split(",")[3].equals("2")), windows.toString());
     }
+
+    @Test
+    @DisplayName("Table API: insertInto gates a Table into a filesystem table and refuses an updating one, as a script's INSERT")
+    void tableApi() throws Exception {
+        StreamExecutionEnvironment env = env(1);
+        StreamTableEnvironment tEnv = StreamTableEnvironment.create(env);
+        GatedScript gated = new GatedScript(tEnv, Color.BLUE, running(Color.BLUE));
+        for (String ddl : ScriptSplitter.split(source(10) + sink("proj", PROJECTION_SINK) + sink("counts", "k INT, cnt BIGINT"))) {
+            if (ddl.startsWith("SET")) {
+                tEnv.getConfig().set("table.local-time-zone", "UTC");
+            } else {
+                tEnv.executeSql(ddl);
+            }
+        }
+        GatedScript.Insert insert = gated.insertInto(tEnv.from("events").select(
+                org.apache.flink.table.api.Expressions.$("id"), org.apache.flink.table.api.Expressions.$("k"),
+                org.apache.flink.table.api.Expressions.$("ts")), "proj");
+        assertEquals("ts", insert.rowtimeColumn);
+        RefusedStatementException e = assertThrows(RefusedStatementException.class, () -> gated.insertInto(
+                tEnv.sqlQuery("SELECT k, COUNT(*) AS cnt FROM events GROUP BY k"), "counts"));
+        assertTrue(e.getMessage().contains(".counts: the query produces updates"), e.getMessage());
+        env.execute("table api");
+        assertEquals(10, lines("proj").size());
+    }
 }

@@ -1,0 +1,164 @@
+//! An unchanged **SQL script** handed over exactly once on **real Flink 1.20**: the script runs
+//! in `bluegreen-sql-runner` (`sql-runner/`, docs/sql.md), which gates every INSERT, and the
+//! unchanged controller upgrades it through the local API server and the real-mode runner. The
+//! input is CSV files written while the jobs run (the filesystem source monitors the directory);
+//! the two outputs are filesystem tables (a 2 s tumbling window count over the rowtime and an
+//! append-only projection), judged by the SQL ledger (`bluegreen_examples::sql`): every record and
+//! every window once, by the color that owns its event time, with the values the input implies.
+//!
+//! Needs the jars built by `scripts/test` (`mvn -B -q package -DskipTests` builds
+//! target/sql-runner/bluegreen-sql-runner.jar) and `cargo build -p bluegreen-sidecar`; without a
+//! `java` on the PATH every test says so and passes without running.
+
+use std::time::Duration;
+
+use anyhow::ensure;
+use bluegreen_controller::resource::Outcome;
+use bluegreen_e2e::real::{Bed, UPGRADE};
+use bluegreen_examples::sql::{self, InputWriter, SqlJob};
+use bluegreen_protocol::Color;
+
+/// Records written this long ago must be in the committed output.
+const SETTLE: Duration = Duration::from_secs(15);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unchanged_sql_script_is_handed_over_exactly_once_and_a_refused_one_changes_nothing()
+-> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let stack = &bed.stack;
+    let jar = sql::runner_jar(&bed.artifacts)?;
+    let mut job = SqlJob::new(&bed.output("sql"));
+    std::fs::create_dir_all(job.input())?;
+    job.write_script()?;
+    stack.create("orders-sql", job.spec(&jar)).await?;
+    stack
+        .wait_steady("orders-sql", Color::Blue, UPGRADE)
+        .await?;
+    let input = InputWriter::start(&job.input())?;
+    // A parallelism change, a changed query (one more projected column), another parallelism change.
+    let mut color = Color::Blue;
+    for (version, parallelism) in [("v1", 3), ("v2", 3), ("v2", 2)] {
+        job.version = version.into();
+        job.parallelism = parallelism;
+        job.write_script()?;
+        let started = std::time::Instant::now();
+        stack.patch_spec("orders-sql", job.template_patch()).await?;
+        color = color.other();
+        stack.wait_steady("orders-sql", color, UPGRADE).await?;
+        eprintln!(
+            "upgrade to {color} ({version}, parallelism {parallelism}): {:?}",
+            started.elapsed()
+        );
+        let report = sql::report(stack, "orders-sql", &job, &input.records(), SETTLE).await?;
+        eprintln!("{report}");
+        ensure!(report.is_exactly_once_by_owner(), "{report}");
+    }
+    // A script with an unwindowed GROUP BY: the incoming job is refused at its start, the handover
+    // aborted, nothing written to its table, and the running job keeps every record.
+    job.version = "refused".into();
+    job.write_script()?;
+    stack.patch_spec("orders-sql", job.template_patch()).await?;
+    let fbgd = stack
+        .wait_for(
+            "orders-sql",
+            UPGRADE,
+            "the refused script's aborted handover",
+            |f| {
+                f.status.as_ref().is_some_and(|s| {
+                    s.transition.is_none()
+                        && s.history
+                            .first()
+                            .is_some_and(|h| h.outcome == Outcome::Aborted)
+                })
+            },
+        )
+        .await?;
+    let status = fbgd.status.expect("status");
+    assert_eq!(status.active_color, Some(color), "{status:?}");
+    let reason = status.history[0].reason.clone().unwrap_or_default();
+    for words in [
+        "INSERT INTO default_catalog.default_database.counts",
+        "the query produces updates",
+        "has no event-time column (columns: k, cnt)",
+        "TUMBLE/HOP/CUMULATE",
+    ] {
+        assert!(
+            reason.contains(words),
+            "the reason says {words:?}: {reason}"
+        );
+    }
+    assert!(
+        sql::committed_lines(&job.output("counts"))?.is_empty(),
+        "nothing may be written by the refused script"
+    );
+    let records = input.stop().await?;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    // Every record written, and every window the watermark has closed, exactly once.
+    let last = records.iter().map(|r| r.ts).max().unwrap_or(0);
+    stack.commit_active("orders-sql").await?;
+    let handovers = sql::handovers(stack, "orders-sql").await?;
+    let report = sql::judge(&job, &records, &handovers, last)?;
+    eprintln!("final: {} records written; {report}", records.len());
+    ensure!(report.is_exactly_once_by_owner(), "{report}");
+    ensure!(
+        handovers.len() == 3,
+        "three promoted handovers: {handovers:?}"
+    );
+    for color in Color::ALL {
+        ensure!(
+            report.projected.get(&color).copied().unwrap_or(0) > 100
+                && report.windows.get(&color).copied().unwrap_or(0) > 10,
+            "both colors wrote both tables: {report}"
+        );
+    }
+    ensure!(
+        report.projected_v2 > 100,
+        "v2's extra column reached the output: {report}"
+    );
+    bed.stack.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sql_script_with_an_unwindowed_group_by_is_refused_before_any_record()
+-> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let stack = &bed.stack;
+    let jar = sql::runner_jar(&bed.artifacts)?;
+    let mut job = SqlJob::new(&bed.output("sql"));
+    job.version = "refused".into();
+    let input = InputWriter::start(&job.input())?;
+    job.write_script()?;
+    stack.create("refused-sql", job.spec(&jar)).await?;
+    let fbgd = stack
+        .wait_for(
+            "refused-sql",
+            UPGRADE,
+            "the whole refusal in the status",
+            |f| {
+                f.status.as_ref().is_some_and(|s| {
+                    s.conditions.iter().any(|c| {
+                        c.message
+                            .contains("INSERT INTO default_catalog.default_database.counts")
+                            && c.message.contains("or write an append-only query")
+                    })
+                })
+            },
+        )
+        .await?;
+    let status = fbgd.status.expect("status");
+    assert_eq!(status.active_color, None, "{status:?}");
+    input.stop().await?;
+    for table in ["counts", "projected", "per_window"] {
+        assert!(
+            sql::committed_lines(&job.output(table))?.is_empty(),
+            "no record may be written to {table}"
+        );
+    }
+    bed.stack.shutdown().await;
+    Ok(())
+}
