@@ -209,5 +209,3 @@ mod teardown;
 #[cfg(test)]
 mod tests;
 mod triggers;
-#[cfg(test)]
-mod world;

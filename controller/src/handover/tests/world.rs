@@ -14,8 +14,8 @@ use bluegreen_protocol::{
 use jiff::SignedDuration;
 use proptest::prelude::*;
 
-use super::{Action, plan};
 use crate::fixtures::observed;
+use crate::handover::{Action, plan};
 use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, GateObs, Observed, SavepointObs};
 use crate::resource::{FlinkBlueGreenDeploymentStatus, Outcome, Phase};
 

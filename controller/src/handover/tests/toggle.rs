@@ -1,0 +1,493 @@
+//! Proposing W, the gates acknowledging it, the incoming job's readiness, and setting W.
+
+use super::*;
+
+const MINUTE: i64 = 60_000;
+
+#[test]
+fn green_running_proposes_w_after_the_outgoing_progress() {
+    let obs = with_child(
+        handover(Phase::Deploying, None),
+        Color::Green,
+        Some(running("h2", 1, 0, None, i64::MIN)),
+    );
+    let p = plan(&obs);
+    // Blue's gates passed up to 1_000 and its watermark is 900: W = 1_000 + 1 minute.
+    let w = 1_000 + MINUTE;
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(CoordinationState::new(
+            1,
+            Stage::Transitioning,
+            Color::Green,
+            Toggle::Proposed(w)
+        ))]
+    );
+    assert_eq!(
+        (transition(&p).phase, transition(&p).toggle),
+        (Phase::ConfirmingToggle, Some(w))
+    );
+}
+
+#[test]
+fn an_outgoing_job_whose_inputs_are_all_idle_gets_w_at_its_progress_without_the_offset() {
+    let mut obs = with_child(
+        handover(Phase::Deploying, None),
+        Color::Green,
+        Some(running("h2", 1, 0, None, i64::MIN)),
+    );
+    // Blue passed up to 1_000; its watermark stalled at 900 with every input idle: a window
+    // ending at 1_999 is still in its state, which it cannot fire (its sources are idle).
+    blue_gates(&mut obs, 900, true);
+    let p = plan(&obs);
+    assert_eq!(
+        transition(&p).toggle,
+        Some(1_000),
+        "W at the progress: the pending window (1_999) belongs to green, which fires it"
+    );
+    assert!(
+        p.notes.iter().any(
+            |n| n.reason == "ToggleProposed" && n.message.contains("without the toggle offset")
+        ),
+        "{:?}",
+        p.notes
+    );
+    // One gate still active: the offset applies as ever.
+    let gates = blue_gate_obs(&mut obs);
+    gates.reports[0].idle = false;
+    assert_eq!(transition(&plan(&obs)).toggle, Some(1_000 + MINUTE));
+}
+
+#[test]
+fn an_outgoing_job_without_gates_cannot_hand_over() {
+    let mut obs = with_child(
+        handover(Phase::Deploying, None),
+        Color::Green,
+        Some(running("h2", 1, 0, None, i64::MIN)),
+    );
+    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().gates = None;
+    let p = plan(&obs);
+    assert!(p.actions.is_empty());
+    assert_eq!(condition(&p, "Progressing"), ("True", "NoGateMetrics"));
+}
+
+#[test]
+fn w_is_set_only_after_every_outgoing_gate_acknowledged_it() {
+    let w = 70_000;
+    let green = running("h2", 1, 0, None, i64::MIN);
+    let not_acked = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(w)),
+            Color::Green,
+            Some(green.clone()),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 0, Some(5_000), 4_000)),
+    );
+    assert!(plan(&not_acked).actions.is_empty());
+    let mut acked = with_child(
+        not_acked,
+        Color::Blue,
+        Some(running("h1", 1, 1, Some(5_000), 4_000)),
+    );
+    // Green has run with every task RUNNING for a minute (minReady is 10 s).
+    acked.status.transition.as_mut().unwrap().incoming_ready = Some(TasksReady {
+        tasks_started_at: crate::fixtures::TASKS_STARTED_AT,
+        since: time("2025-12-31T23:59:00Z"),
+    });
+    let p = plan(&acked);
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(CoordinationState::new(
+            1,
+            Stage::Transitioning,
+            Color::Green,
+            Toggle::Set(w)
+        ))]
+    );
+    assert_eq!(transition(&p).phase, Phase::ToggleSet);
+}
+
+#[test]
+fn an_outgoing_gate_seen_earlier_in_the_handover_and_missing_now_has_not_acknowledged() {
+    let w = 70_000;
+    let mut obs = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(w)),
+            Color::Green,
+            Some(running("h2", 1, 0, None, i64::MIN)),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 1, Some(5_000), 4_000)),
+    );
+    let t = obs.status.transition.as_mut().unwrap();
+    t.incoming_ready = Some(TasksReady {
+        tasks_started_at: crate::fixtures::TASKS_STARTED_AT,
+        since: time("2025-12-31T23:59:00Z"),
+    });
+    // A second gate vertex reported earlier in this handover; Flink's metric store lacks it now.
+    t.outgoing_gates = [
+        (crate::fixtures::GATE_VERTEX.to_owned(), 1),
+        ("sink-b".to_owned(), 1),
+    ]
+    .into();
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "W is not set: {:?}", p.actions);
+    assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
+    let (_, reason, message) = condition_message(&p, "Progressing");
+    assert_eq!(reason, "GatesNotAcknowledged");
+    assert!(message.contains("1 of 1 on vertex sink-b"), "{message}");
+    // The layout is kept (the most seen per vertex), not shrunk to what reports now.
+    assert_eq!(transition(&p).outgoing_gates.get("sink-b"), Some(&1));
+    // It reports again, acknowledging W: W is set.
+    let gates = blue_gate_obs(&mut obs);
+    gates.vertices.insert("sink-b".into(), 1);
+    let p = plan(&obs);
+    assert_eq!(transition(&p).phase, Phase::ToggleSet, "{:?}", p.actions);
+    // After promotion, the stop waits for a missing gate too: it may not be past W.
+    let mut teardown = handover(Phase::ClearToTeardown, Some(w));
+    teardown.status.active_color = Some(Color::Green);
+    teardown.action = Some(ManualAction::Teardown);
+    teardown.status.transition.as_mut().unwrap().outgoing_gates = [
+        (crate::fixtures::GATE_VERTEX.to_owned(), 1),
+        ("sink-b".to_owned(), 1),
+    ]
+    .into();
+    let p = plan(&teardown);
+    assert!(
+        !p.actions
+            .iter()
+            .any(|a| matches!(a, Action::StopJob { .. })),
+        "{:?}",
+        p.actions
+    );
+    let (_, reason, message) = condition_message(&p, "Progressing");
+    assert_eq!(reason, "OutgoingNotReady");
+    assert!(message.contains("sink-b"), "{message}");
+}
+
+#[test]
+fn w_is_raised_when_an_outgoing_gate_already_passed_it() {
+    let w = 70_000;
+    let obs = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(w)),
+            Color::Green,
+            Some(running("h2", 1, 0, None, i64::MIN)),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 1, Some(80_000), 4_000)),
+    );
+    let p = plan(&obs);
+    let raised = 80_000 + MINUTE;
+    assert_eq!(
+        p.actions,
+        vec![Action::WriteConfigMap(CoordinationState::new(
+            1,
+            Stage::Transitioning,
+            Color::Green,
+            Toggle::Proposed(raised)
+        ))]
+    );
+    assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
+}
+
+/// Confirming W = 70 s with every blue gate acknowledging it, green's tasks RUNNING since
+/// `green_started` (`None`: one is not), the status having seen `seen` (start time, since when),
+/// observed at `now`.
+fn confirming(green_started: Option<i64>, seen: Option<(i64, &str)>, now: &str) -> Observed {
+    let mut green = running("h2", 1, 1, None, i64::MIN);
+    green.flink.as_mut().unwrap().tasks_started_at = green_started;
+    let mut obs = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(crate::fixtures::W)),
+            Color::Green,
+            Some(green),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 1, Some(5_000), 4_000)),
+    );
+    obs.status.transition.as_mut().unwrap().incoming_ready =
+        seen.map(|(tasks_started_at, since)| TasksReady {
+            tasks_started_at,
+            since: time(since),
+        });
+    at(obs, now)
+}
+
+fn sets_w(p: &crate::handover::Plan) -> bool {
+    p.actions.iter().any(
+        |a| matches!(a, Action::WriteConfigMap(cm) if cm.toggle == Toggle::Set(crate::fixtures::W)),
+    )
+}
+
+/// The defect seen under load: a crash-looping incoming job seen RUNNING between two restarts
+/// got W set. Its tasks' start time changed since the last look (a restart, though the job is
+/// RUNNING again): W is not set, and the wait for `minReady` starts again.
+#[test]
+fn w_is_not_set_when_the_incoming_job_restarted_since_the_last_look() {
+    let started = crate::fixtures::TASKS_STARTED_AT;
+    let restarted = started + 5_000;
+    let obs = confirming(
+        Some(restarted),
+        Some((started, "2025-12-31T23:59:00Z")),
+        "2026-01-01T00:00:30Z",
+    );
+    let p = plan(&obs);
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
+    assert_eq!(
+        transition(&p).incoming_ready,
+        Some(TasksReady {
+            tasks_started_at: restarted,
+            since: time("2026-01-01T00:00:30Z"),
+        }),
+        "the readiness timer starts again"
+    );
+    assert_eq!(condition(&p, "Progressing"), ("True", "IncomingNotReady"));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.warning && n.reason == "IncomingRestarted")
+    );
+}
+
+#[test]
+fn w_is_set_only_once_the_incoming_job_has_run_min_ready_without_a_restart() {
+    let started = Some(crate::fixtures::TASKS_STARTED_AT);
+    // First seen ready now: the wait starts.
+    let p = plan(&confirming(started, None, "2026-01-01T00:00:00Z"));
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    let ready = transition(&p).incoming_ready.clone().expect("recorded");
+    assert_eq!(ready.since, time("2026-01-01T00:00:00Z"));
+    let message = &cond(&p, "Progressing").message;
+    assert!(message.contains("every task RUNNING"), "{message}");
+    // 9 s later (minReady is 10 s by default): still waiting, the record unchanged.
+    let seen = Some((ready.tasks_started_at, "2026-01-01T00:00:00Z"));
+    let p = plan(&confirming(started, seen, "2026-01-01T00:00:09Z"));
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    assert_eq!(transition(&p).incoming_ready.as_ref(), Some(&ready));
+    assert_eq!(condition(&p, "Progressing").1, "IncomingNotReady");
+    // 10 s: W is set.
+    let p = plan(&confirming(started, seen, "2026-01-01T00:00:10Z"));
+    assert!(sets_w(&p), "{:?}", p.actions);
+    assert_eq!(transition(&p).phase, Phase::ToggleSet);
+    // With minReady 0 the first look with every task RUNNING is enough, but not none.
+    let mut obs = confirming(started, None, "2026-01-01T00:00:00Z");
+    obs.valid = valid(|s| s.coordination.min_ready = "0s".into());
+    assert!(sets_w(&plan(&obs)));
+    let mut obs = confirming(None, None, "2026-01-01T00:00:00Z");
+    obs.valid = valid(|s| s.coordination.min_ready = "0s".into());
+    assert!(!sets_w(&plan(&obs)));
+}
+
+#[test]
+fn an_incoming_job_with_a_task_that_is_not_running_is_not_ready() {
+    let seen = Some((crate::fixtures::TASKS_STARTED_AT, "2025-12-31T23:59:00Z"));
+    // A vertex (or a subtask of one) is not RUNNING: Flink's REST API says so although the job
+    // is RUNNING (a region failover).
+    let p = plan(&confirming(None, seen, "2026-01-01T00:00:30Z"));
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    assert_eq!(transition(&p).incoming_ready, None, "the wait starts again");
+    assert_eq!(condition(&p, "Progressing").1, "IncomingNotReady");
+    // The job itself is RESTARTING.
+    let mut obs = confirming(
+        Some(crate::fixtures::TASKS_STARTED_AT),
+        seen,
+        "2026-01-01T00:00:30Z",
+    );
+    obs.green.as_mut().unwrap().job_state = Some("RESTARTING".into());
+    obs.green.as_mut().unwrap().flink = None;
+    let p = plan(&obs);
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    assert_eq!(transition(&p).incoming_ready, None);
+    // Its REST API does not answer: nothing is known, the record is kept, W waits.
+    let mut obs = confirming(
+        Some(crate::fixtures::TASKS_STARTED_AT),
+        seen,
+        "2026-01-01T00:00:30Z",
+    );
+    obs.green.as_mut().unwrap().flink = None;
+    let p = plan(&obs);
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    assert_eq!(
+        transition(&p)
+            .incoming_ready
+            .as_ref()
+            .map(|r| r.tasks_started_at),
+        Some(crate::fixtures::TASKS_STARTED_AT)
+    );
+}
+
+#[test]
+fn an_incoming_job_that_never_stays_up_is_aborted_after_the_grace() {
+    // ConfirmingToggle started at 00:00:00; the abort grace is 10 minutes. The incoming job
+    // restarted again just now.
+    let started = crate::fixtures::TASKS_STARTED_AT;
+    let p = plan(&confirming(
+        Some(started + 600_000),
+        Some((started, "2026-01-01T00:09:58Z")),
+        "2026-01-01T00:10:01Z",
+    ));
+    assert!(!sets_w(&p), "{:?}", p.actions);
+    assert_eq!(transition(&p).phase, Phase::Aborting);
+    assert!(
+        transition(&p)
+            .abort_reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("IncomingNotReady")),
+        "{:?}",
+        transition(&p).abort_reason
+    );
+}
+
+#[test]
+fn the_readiness_record_survives_a_status_write_and_read() {
+    let p = plan(&confirming(
+        Some(crate::fixtures::TASKS_STARTED_AT),
+        None,
+        "2026-01-01T00:00:00.250Z",
+    ));
+    let written = serde_json::to_value(&p.status).expect("serialisable");
+    assert_eq!(
+        written["transition"]["incomingReady"],
+        serde_json::json!({"tasksStartedAt": 1_000, "since": "2026-01-01T00:00:00.250000Z"}),
+        "{written}"
+    );
+    let read: crate::resource::FlinkBlueGreenDeploymentStatus =
+        serde_json::from_value(written).expect("reads back");
+    assert_eq!(read.transition, p.status.transition);
+}
+
+#[test]
+fn a_new_stage_with_a_stale_maximum_does_not_acknowledge_a_raised_w() {
+    // W was raised from 70 s (the fixture's) to 140 s; blue's gates still report the old
+    // proposal: epoch and stage are current, but the line's W and maximum are the old ones.
+    let w = 140_000;
+    let obs = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(w)),
+            Color::Green,
+            Some(running("h2", 1, 0, None, i64::MIN)),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 1, Some(69_000), 60_000)),
+    );
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
+    assert_eq!(condition(&p, "Progressing").1, "GatesNotAcknowledged");
+}
+
+#[test]
+fn every_gate_subtask_must_acknowledge_and_pass_w() {
+    let w = crate::fixtures::W;
+    let mut blue = running("h1", 1, 1, Some(5_000), 4_000);
+    // One of blue's gate subtasks has not applied the proposal yet.
+    blue.flink.as_mut().unwrap().gates.as_mut().unwrap().reports[1] =
+        crate::fixtures::report(1, 0, Some(5_000), 4_000);
+    let obs = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(w)),
+            Color::Green,
+            Some(running("h2", 1, 0, None, i64::MIN)),
+        ),
+        Color::Blue,
+        Some(blue),
+    );
+    assert!(plan(&obs).actions.is_empty());
+    // W set: one green subtask lags below W, so nothing is promoted; the status says which job,
+    // which watermark and which W, with an event.
+    let mut green = running("h2", 1, 2, Some(72_000), 71_000);
+    green
+        .flink
+        .as_mut()
+        .unwrap()
+        .gates
+        .as_mut()
+        .unwrap()
+        .reports[0] = crate::fixtures::report(1, 2, Some(72_000), 69_500);
+    let obs = with_child(
+        with_child(
+            handover(Phase::ToggleSet, Some(w)),
+            Color::Green,
+            Some(green),
+        ),
+        Color::Blue,
+        Some(running("h1", 1, 2, Some(70_000), 71_000)),
+    );
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    let waits = &transition(&p).waiting_for_watermarks;
+    assert_eq!(
+        waits,
+        &vec![crate::resource::WatermarkWait {
+            color: Color::Green,
+            watermark: Some(69_500),
+            toggle: w
+        }]
+    );
+    assert!(p.notes.iter().any(|n| n.reason == "WaitingForWatermark"));
+}
+
+#[test]
+fn an_idle_gate_counts_as_past_w_and_the_status_says_so() {
+    let w = crate::fixtures::W;
+    // Blue's gate is chained into its (now idle) source: no watermark past W, but idle.
+    let mut blue = running("h1", 1, 2, Some(70_000), i64::MIN);
+    for r in &mut blue.flink.as_mut().unwrap().gates.as_mut().unwrap().reports {
+        r.idle = true;
+    }
+    let obs = with_child(
+        with_child(
+            handover(Phase::ToggleSet, Some(w)),
+            Color::Green,
+            Some(running("h2", 1, 2, Some(72_000), 70_001)),
+        ),
+        Color::Blue,
+        Some(blue),
+    );
+    let p = plan(&obs);
+    assert_eq!(transition(&p).phase, Phase::ClearToTeardown);
+    assert_eq!(transition(&p).past_w_by_idleness, vec![Color::Blue]);
+    assert!(p.notes.iter().any(|n| n.reason == "PastWByIdleness"));
+}
+
+#[test]
+fn gates_not_acknowledging_w_name_the_cause_they_report() {
+    let problem = "state source: sidecar http://127.0.0.1:8787/v1/state: java.net.ConnectException";
+    let mut blue = running("h1", 1, 0, Some(5_000), 4_000);
+    for r in &mut blue.flink.as_mut().unwrap().gates.as_mut().unwrap().reports {
+        r.problem = Some(problem.into());
+    }
+    let obs = with_child(
+        with_child(
+            handover(Phase::ConfirmingToggle, Some(crate::fixtures::W)),
+            Color::Green,
+            Some(running("h2", 1, 0, None, i64::MIN)),
+        ),
+        Color::Blue,
+        Some(blue),
+    );
+    let waiting = plan(&obs);
+    let progressing = cond(&waiting, "Progressing");
+    assert_eq!(progressing.reason, "GatesNotAcknowledged");
+    assert!(
+        progressing.message.contains(problem),
+        "{}",
+        progressing.message
+    );
+    // After the abort grace, the abort names it too.
+    let p = plan(&at(obs, "2026-01-01T00:11:00Z"));
+    assert_eq!(transition(&p).phase, Phase::Aborting);
+    let reason = transition(&p).abort_reason.clone().unwrap();
+    assert!(reason.starts_with("GatesNotAcknowledged: "), "{reason}");
+    assert!(reason.contains(problem), "{reason}");
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.warning && n.message.contains(problem)),
+        "{:?}",
+        p.notes
+    );
+}
