@@ -65,6 +65,9 @@ pub struct SqlJob {
     pub parallelism: i32,
     /// Input files, outputs and scripts live here.
     pub work: PathBuf,
+    /// More runner arguments (e.g. `--color BLUE` in both jobs: the misconfiguration that shows
+    /// the ledger failing).
+    pub extra_args: Vec<String>,
 }
 
 impl SqlJob {
@@ -74,6 +77,7 @@ impl SqlJob {
             version: "v1".into(),
             parallelism: 2,
             work: work.to_owned(),
+            extra_args: Vec::new(),
         }
     }
 
@@ -155,7 +159,9 @@ INSERT INTO counts SELECT k, COUNT(*) AS cnt FROM orders GROUP BY k;
     /// The runner's arguments.
     fn args(&self) -> Vec<String> {
         let script = self.work.join(format!("script-{}.sql", self.version));
-        vec!["--script".into(), script.display().to_string()]
+        let mut args = vec!["--script".into(), script.display().to_string()];
+        args.extend(self.extra_args.iter().cloned());
+        args
     }
 
     /// The merge patch of `spec` that moves a deployment to this job (write the script first).

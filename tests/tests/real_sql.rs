@@ -162,3 +162,41 @@ async fn a_sql_script_with_an_unwindowed_group_by_is_refused_before_any_record()
     bed.stack.shutdown().await;
     Ok(())
 }
+
+/// The oracle is not vacuous: the same SQL job handed over with its gates misconfigured (the
+/// incoming job told it is blue, `--color BLUE`, so both jobs pass what blue owns and write
+/// `part-blue-` files) is caught by the SQL ledger. Run by hand (`-- --ignored`): it shows the
+/// ledger failing, not a property users rely on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "shows the ledger failing on a misconfigured handover; run by hand"]
+async fn the_sql_ledger_catches_a_handover_with_misconfigured_gates() -> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let stack = &bed.stack;
+    let jar = sql::runner_jar(&bed.artifacts)?;
+    let mut job = SqlJob::new(&bed.output("sql"));
+    std::fs::create_dir_all(job.input())?;
+    job.write_script()?;
+    stack.create("orders-sql", job.spec(&jar)).await?;
+    stack
+        .wait_steady("orders-sql", Color::Blue, UPGRADE)
+        .await?;
+    let input = InputWriter::start(&job.input())?;
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    job.parallelism = 3;
+    job.extra_args = vec!["--color".into(), "BLUE".into()];
+    stack.patch_spec("orders-sql", job.template_patch()).await?;
+    let steady = stack.wait_steady("orders-sql", Color::Green, UPGRADE).await;
+    eprintln!("misconfigured handover: {steady:?}");
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let report = sql::report(stack, "orders-sql", &job, &input.records(), SETTLE).await?;
+    eprintln!("{report}");
+    ensure!(
+        !report.is_exactly_once_by_owner() && report.duplicates + report.losses > 0,
+        "the ledger must catch it: {report}"
+    );
+    input.stop().await?;
+    bed.stack.shutdown().await;
+    Ok(())
+}
