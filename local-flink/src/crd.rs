@@ -1,6 +1,9 @@
 //! The upstream `FlinkDeployment` CRD (apache/flink-kubernetes-operator, see
-//! `local-flink/crds/SOURCE.md`): install it into the local API server and validate specs against it.
+//! `local-flink/crds/SOURCE.md`): install it into the local API server and validate specs against
+//! it; the resource the runners watch.
 
+use bluegreen_protocol::wire::flink_deployment;
+use kube::api::ApiResource;
 use serde_json::Value;
 
 use crate::Error;
@@ -12,6 +15,18 @@ pub const FLINK_DEPLOYMENT_CRD_YAML: &str =
 
 /// The served version of `FlinkDeployment`.
 pub const FLINK_DEPLOYMENT_VERSION: &str = "v1beta1";
+
+/// The `FlinkDeployment` kind (flink.apache.org/v1beta1), as a dynamic resource: what the runners
+/// watch and write the status of.
+pub fn flink_deployment_resource() -> ApiResource {
+    ApiResource {
+        group: flink_deployment::GROUP.into(),
+        version: flink_deployment::VERSION.into(),
+        api_version: flink_deployment::API_VERSION.into(),
+        kind: flink_deployment::KIND.into(),
+        plural: flink_deployment::PLURAL.into(),
+    }
+}
 
 /// The CRD as JSON.
 pub fn flink_deployment_crd() -> Result<Value, Error> {

@@ -30,13 +30,14 @@ pub mod crd;
 mod error;
 pub mod file_ledger;
 pub mod real;
+mod shell;
 mod sim;
-mod status;
 
 pub use error::{Error, Result};
+pub use shell::DeploymentRef;
 pub use sim::clock::{DEFAULT_START_MS, SimClock};
 pub use sim::config::{GateTarget, JobSettings, RestartStrategy};
-pub use sim::faults::{DeploymentRef, Faults, JobFailure, RestFault};
+pub use sim::faults::{Faults, JobFailure, RestFault};
 pub use sim::{
     JobState, JobView, LocalFlink, LocalFlinkOptions, NO_WATERMARK, SavepointOp, SimJob,
 };

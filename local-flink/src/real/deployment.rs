@@ -1,25 +1,19 @@
-//! One task per `FlinkDeployment`: reconciles its spec against the running processes and writes
-//! its status, as the Apache operator does (see `docs/local-flink.md`, "Real mode").
+//! The real job of one `FlinkDeployment`, as the runner shell's [`Job`]: reconciles the spec
+//! against the running processes and moves the status as the Apache operator does (see
+//! `docs/local-flink.md`, "Real mode").
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use kube::Api;
-use kube::api::DynamicObject;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::Shared;
 use super::flink_rest::{CompletedCheckpoint, FlinkRest};
 use super::process::{JobProcess, Launch, next_run};
 use super::spec::{DeploymentSpec, JobSpec, JobStateSpec, UpgradeMode, deployable};
-use crate::DeploymentRef;
-use crate::Error;
-use crate::status::{JmStatus, Lifecycle, StatusModel, write_status};
-
-/// How long after a failed reconciliation (e.g. a failed stop-with-savepoint) it is retried.
-const RETRY: Duration = Duration::from_secs(2);
+use crate::shell::{Clock, Deployment, JmStatus, Job, Lifecycle, WallClock};
+use crate::{DeploymentRef, Error};
 
 /// Flink's job states (`JobStatus`), as the status's `jobStatus.state`.
 const JOB_STATES: [&str; 11] = [
@@ -36,19 +30,9 @@ const JOB_STATES: [&str; 11] = [
     "RECONCILING",
 ];
 
-/// What the watch tells an actor.
-pub(crate) enum Msg {
-    Apply(Box<DynamicObject>),
-    Deleted,
-}
-
-pub(crate) struct Actor {
-    key: DeploymentRef,
+/// The real job of one deployment: its processes and what the next run restores.
+pub(super) struct RealDeployment {
     shared: Arc<Shared>,
-    api: Api<DynamicObject>,
-    rx: mpsc::UnboundedReceiver<Msg>,
-    status: StatusModel,
-    written: Option<Value>,
     /// The spec (without `job.state`) last deployed or suspended.
     reconciled: Option<Value>,
     nonce: Option<i64>,
@@ -59,14 +43,7 @@ pub(crate) struct Actor {
     last_checkpoint: Option<CompletedCheckpoint>,
     /// When the current run was started (for the start-up timeout).
     started: Option<Instant>,
-    retry: Option<(Box<DynamicObject>, Instant)>,
     run: u32,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// A fresh 32-hex-digit Flink job id.
@@ -99,113 +76,27 @@ fn job_state(state: &str) -> &'static str {
         .unwrap_or("RECONCILING")
 }
 
-impl Actor {
-    pub fn new(
-        key: DeploymentRef,
-        shared: Arc<Shared>,
-        api: Api<DynamicObject>,
-        rx: mpsc::UnboundedReceiver<Msg>,
-    ) -> Self {
-        Self {
-            status: StatusModel::new(key.name.clone()),
-            key,
-            shared,
-            api,
-            rx,
-            written: None,
-            reconciled: None,
-            nonce: None,
-            suspended: false,
-            restore_point: None,
-            last_checkpoint: None,
-            started: None,
-            retry: None,
-            run: 0,
-        }
+impl Job for RealDeployment {
+    type Clock = WallClock;
+    /// A failed reconciliation (e.g. a failed stop-with-savepoint) is retried 2 s later.
+    const RETRY_MS: i64 = 2_000;
+    /// A failed status write is written again with the next change (every poll of a live job).
+    const STATUS_RETRY_MS: Option<i64> = None;
+
+    fn clock(&self) -> &WallClock {
+        &WallClock
     }
 
-    pub async fn run(mut self) {
-        loop {
-            let live = self.shared.rest_port(&self.key).is_some();
-            let interval = self.shared.options.poll_interval;
-            let poll = async {
-                if live {
-                    tokio::time::sleep(interval).await;
-                } else {
-                    std::future::pending::<()>().await;
-                }
-            };
-            let retry_at = self.retry.as_ref().map(|(_, at)| *at);
-            let retry = async {
-                match retry_at {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                msg = self.rx.recv() => match msg {
-                    None | Some(Msg::Deleted) => {
-                        self.on_deleted().await;
-                        return;
-                    }
-                    Some(Msg::Apply(obj)) => {
-                        // A status write echoes back with the same generation: it must not
-                        // pull a pending retry forward.
-                        let pending = self.retry.as_ref().is_some_and(|(p, _)| {
-                            p.metadata.generation == obj.metadata.generation
-                        });
-                        if !pending {
-                            self.retry = None;
-                            self.on_spec(obj).await;
-                        }
-                    }
-                },
-                () = poll => {}
-                () = retry => {
-                    if let Some((obj, _)) = self.retry.take() {
-                        self.on_spec(obj).await;
-                    }
-                }
-            }
-            self.observe().await;
-            self.write_status().await;
-        }
-    }
-
-    fn rest(&self) -> Option<(FlinkRest, String)> {
-        let procs = self.shared.processes();
-        let p = procs.get(&self.key)?;
-        Some((
-            FlinkRest::new(self.shared.http.clone(), p.rest_port),
-            p.job_id.clone(),
-        ))
-    }
-
-    /// Kills the deployment's processes (if any).
-    fn kill(&self) {
-        let process = self.shared.processes().remove(&self.key);
-        drop(process);
-    }
-
-    fn fail(&mut self, error: String, jm: JmStatus) {
-        tracing::warn!(deployment = %self.key, %error, "FlinkDeployment failed");
-        self.status.lifecycle = Lifecycle::Failed;
-        self.status.jm = jm;
-        self.status.job_state = Some("FAILED");
-        self.status.error = Some(error);
-    }
-
-    async fn on_spec(&mut self, obj: Box<DynamicObject>) {
-        self.status.observed_generation = obj.metadata.generation;
-        let raw = obj.data.get("spec").cloned().unwrap_or(Value::Null);
-        let parsed = DeploymentSpec::parse(&raw).and_then(|s| s.job().cloned().map(|j| (s, j)));
+    async fn reconcile(&mut self, d: &mut Deployment, raw: &Value) -> Result<(), Error> {
+        let parsed = DeploymentSpec::parse(raw).and_then(|s| s.job().cloned().map(|j| (s, j)));
         let (spec, job) = match parsed {
             Ok(p) => p,
             Err(e) => {
-                self.fail(e.to_string(), JmStatus::Missing);
-                return;
+                fail(d, e.to_string(), JmStatus::Missing);
+                return Ok(());
             }
         };
+        let raw = raw.clone();
         let wanted = deployable(&raw);
         let wants_running = job.state == JobStateSpec::Running;
         let Some(previous) = self.reconciled.clone() else {
@@ -214,27 +105,24 @@ impl Actor {
             self.restore_point.clone_from(&job.initial_savepoint_path);
             if wants_running {
                 let from = self.restore_point.clone();
-                self.deploy(&spec, &job, raw, from);
+                self.deploy(d, &spec, &job, raw, from);
             } else {
-                self.mark_suspended(raw);
+                self.mark_suspended(d, raw);
             }
-            return;
+            return Ok(());
         };
         let nonce_changed = job.savepoint_redeploy_nonce != self.nonce;
         if !wants_running {
             if !self.suspended {
-                if let Err(e) = self.stop(job.upgrade_mode).await {
-                    self.retry_later(obj, &e);
-                    return;
-                }
-                self.mark_suspended(raw);
+                self.stop(d, job.upgrade_mode).await?;
+                self.mark_suspended(d, raw);
             }
             if nonce_changed {
                 self.restore_point.clone_from(&job.initial_savepoint_path);
             }
             self.reconciled = Some(wanted);
             self.nonce = job.savepoint_redeploy_nonce;
-            return;
+            return Ok(());
         }
         if self.suspended {
             self.suspended = false;
@@ -247,51 +135,185 @@ impl Actor {
             };
             self.reconciled = Some(wanted);
             self.nonce = job.savepoint_redeploy_nonce;
-            self.deploy(&spec, &job, raw, from);
-            return;
+            self.deploy(d, &spec, &job, raw, from);
+            return Ok(());
         }
         if previous == wanted {
-            return;
+            return Ok(());
         }
-        let before = self.status.lifecycle;
-        self.status.lifecycle = Lifecycle::Upgrading;
-        self.status.upgrading = true;
-        self.write_status().await;
+        let before = d.status.lifecycle;
+        d.status.lifecycle = Lifecycle::Upgrading;
+        d.status.upgrading = true;
+        d.write_status(&*self).await;
         let mode = if nonce_changed {
             UpgradeMode::Stateless
         } else {
             job.upgrade_mode
         };
-        let from = match self.stop(mode).await {
+        let from = match self.stop(d, mode).await {
             Ok(_) if nonce_changed => job.initial_savepoint_path.clone(),
             Ok(path) => path,
             Err(e) => {
-                self.status.lifecycle = before;
-                self.status.upgrading = false;
-                self.retry_later(obj, &e);
-                return;
+                // The job keeps running.
+                d.status.lifecycle = before;
+                d.status.upgrading = false;
+                return Err(e);
             }
         };
-        tracing::info!(deployment = %self.key, ?mode, from = ?from, "upgrading");
+        tracing::info!(deployment = %d.key, ?mode, from = ?from, "upgrading");
         self.reconciled = Some(wanted);
         self.nonce = job.savepoint_redeploy_nonce;
-        self.deploy(&spec, &job, raw, from);
+        self.deploy(d, &spec, &job, raw, from);
+        Ok(())
     }
 
-    fn retry_later(&mut self, obj: Box<DynamicObject>, error: &Error) {
-        tracing::warn!(deployment = %self.key, %error, "reconciliation failed; the job keeps running, retrying");
-        self.status.error = Some(error.to_string());
-        self.retry = Some((obj, Instant::now() + RETRY));
+    /// The next poll of a live job (none while no JVM runs).
+    async fn wake(&mut self, d: &Deployment) {
+        if self.shared.rest_port(&d.key).is_some() {
+            tokio::time::sleep(self.shared.options.poll_interval).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
     }
 
-    fn mark_suspended(&mut self, raw: Value) {
+    /// A poll needs nothing more than [`Job::observe`].
+    async fn on_wake(&mut self, _d: &mut Deployment) {}
+
+    /// Follows the running job through its REST API and notices a dead JVM.
+    async fn observe(&mut self, d: &mut Deployment) {
+        let exited = self
+            .shared
+            .processes()
+            .get_mut(&d.key)
+            .and_then(JobProcess::exited);
+        if let Some(why) = exited {
+            self.kill(&d.key);
+            fail(d, why, JmStatus::Error);
+            return;
+        }
+        let Some((rest, job_id)) = self.rest(&d.key) else {
+            return;
+        };
+        match rest.job(&job_id).await {
+            Ok(Some(details)) => {
+                d.status.jm = JmStatus::Ready;
+                let state = job_state(&details.state);
+                d.status.job_state = Some(state);
+                match state {
+                    "RUNNING" => {
+                        d.status.start_time_ms = Some(details.start_time);
+                        let written_running = d.written_job_state() == Some("RUNNING");
+                        if d.status.lifecycle == Lifecycle::Deployed && written_running {
+                            d.status.lifecycle = Lifecycle::Stable;
+                            d.status.stable_spec.clone_from(&d.status.reconciled_spec);
+                        }
+                    }
+                    "FAILED" if d.status.lifecycle != Lifecycle::Failed => {
+                        let cause = rest.root_exception(&job_id).await.ok().flatten();
+                        let why = cause.as_deref().map_or_else(
+                            || "see GET /jobs/:id/exceptions".to_owned(),
+                            summarize_trace,
+                        );
+                        fail(d, format!("job {job_id} failed: {why}"), JmStatus::Ready);
+                    }
+                    _ => {}
+                }
+                if let Ok(Some(c)) = rest.latest_checkpoint(&job_id).await {
+                    self.last_checkpoint = Some(c);
+                }
+            }
+            Ok(None) => d.status.jm = JmStatus::DeployedNotReady,
+            Err(e) => {
+                let timeout = self.shared.options.startup_timeout;
+                if d.status.jm == JmStatus::Deploying
+                    && self.started.is_some_and(|t| t.elapsed() > timeout)
+                {
+                    self.kill(&d.key);
+                    fail(
+                        d,
+                        format!(
+                            "the JobManager's REST API did not answer within {} s: {e}",
+                            timeout.as_secs()
+                        ),
+                        JmStatus::Error,
+                    );
+                }
+            }
+        }
+    }
+
+    async fn on_deleted(&mut self, d: &Deployment) {
+        if let Some((rest, job_id)) = self.rest(&d.key)
+            && let Err(e) = rest
+                .cancel(&job_id, self.shared.options.operation_timeout)
+                .await
+        {
+            tracing::warn!(deployment = %d.key, error = %e, "cancel on deletion failed; killing the JVM");
+        }
+        self.kill(&d.key);
+    }
+
+    /// The latest completed checkpoint the runner has seen.
+    fn complete_status(&self, status: &mut Value) {
+        if let Some(c) = &self.last_checkpoint {
+            status["jobStatus"]["checkpointInfo"] = json!({
+                "lastCheckpoint": {
+                    "timeStamp": c.latest_ack_timestamp,
+                    "triggerType": "PERIODIC",
+                    "formatType": "FULL",
+                },
+                "lastPeriodicCheckpointTimestamp": c.latest_ack_timestamp,
+            });
+        }
+    }
+}
+
+/// The deployment failed: `FAILED`, with `jm` and the cause in `error`.
+fn fail(d: &mut Deployment, error: String, jm: JmStatus) {
+    tracing::warn!(deployment = %d.key, %error, "FlinkDeployment failed");
+    d.status.lifecycle = Lifecycle::Failed;
+    d.status.jm = jm;
+    d.status.job_state = Some("FAILED");
+    d.status.error = Some(error);
+}
+
+impl RealDeployment {
+    pub(super) fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            reconciled: None,
+            nonce: None,
+            suspended: false,
+            restore_point: None,
+            last_checkpoint: None,
+            started: None,
+            run: 0,
+        }
+    }
+
+    fn rest(&self, key: &DeploymentRef) -> Option<(FlinkRest, String)> {
+        let procs = self.shared.processes();
+        let p = procs.get(key)?;
+        Some((
+            FlinkRest::new(self.shared.http.clone(), p.rest_port),
+            p.job_id.clone(),
+        ))
+    }
+
+    /// Kills the deployment's processes (if any).
+    fn kill(&self, key: &DeploymentRef) {
+        let process = self.shared.processes().remove(key);
+        drop(process);
+    }
+
+    fn mark_suspended(&mut self, d: &mut Deployment, raw: Value) {
         self.suspended = true;
-        self.status.lifecycle = Lifecycle::Suspended;
-        self.status.jm = JmStatus::Missing;
-        self.status.job_state = Some("SUSPENDED");
-        self.status.upgrading = false;
-        self.status.error = None;
-        self.status.reconciled_spec = Some(raw);
+        d.status.lifecycle = Lifecycle::Suspended;
+        d.status.jm = JmStatus::Missing;
+        d.status.job_state = Some("SUSPENDED");
+        d.status.upgrading = false;
+        d.status.error = None;
+        d.status.reconciled_spec = Some(raw);
     }
 
     /// The latest state of the current (or last) run: its newest checkpoint, else where it
@@ -305,15 +327,19 @@ impl Actor {
 
     /// Stops the running job per `mode` and kills its processes; returns the path the next
     /// run restores from (`None`: start empty). On an error the job keeps running.
-    async fn stop(&mut self, mode: UpgradeMode) -> Result<Option<String>, Error> {
+    async fn stop(
+        &mut self,
+        d: &mut Deployment,
+        mode: UpgradeMode,
+    ) -> Result<Option<String>, Error> {
         let timeout = self.shared.options.operation_timeout;
         let live = self
-            .rest()
-            .filter(|_| self.status.job_state != Some("FAILED"));
+            .rest(&d.key)
+            .filter(|_| d.status.job_state != Some("FAILED"));
         let Some((rest, job_id)) = live else {
             // Nothing runs (failed, or the JVM died): the last known state, as upstream's
             // last-state recovery does.
-            self.kill();
+            self.kill(&d.key);
             return Ok(match mode {
                 UpgradeMode::Stateless => None,
                 UpgradeMode::Savepoint | UpgradeMode::LastState => self.latest_known(),
@@ -322,7 +348,7 @@ impl Actor {
         let path = match mode {
             UpgradeMode::Savepoint => {
                 let location = rest.stop_with_savepoint(&job_id, timeout).await?;
-                self.status.last_savepoint = Some((location.clone(), now_ms()));
+                d.status.last_savepoint = Some((location.clone(), WallClock.now_ms()));
                 Some(location)
             }
             UpgradeMode::LastState => {
@@ -341,35 +367,42 @@ impl Actor {
                 None
             }
         };
-        self.kill();
+        self.kill(&d.key);
         if path.is_some() {
-            self.status.upgrade_savepoint_path.clone_from(&path);
+            d.status.upgrade_savepoint_path.clone_from(&path);
             self.restore_point.clone_from(&path);
         }
         Ok(path)
     }
 
-    fn deploy(&mut self, spec: &DeploymentSpec, job: &JobSpec, raw: Value, from: Option<String>) {
-        self.kill();
-        let dir = self.shared.deployment_dir(&self.key);
+    fn deploy(
+        &mut self,
+        d: &mut Deployment,
+        spec: &DeploymentSpec,
+        job: &JobSpec,
+        raw: Value,
+        from: Option<String>,
+    ) {
+        self.kill(&d.key);
+        let dir = self.shared.deployment_dir(&d.key);
         self.run = next_run(&dir, self.run);
         self.last_checkpoint = None;
         let job_id = new_job_id(self.run);
-        self.status.reconciled_spec = Some(raw);
-        self.status.upgrading = false;
-        self.status.error = None;
-        self.status.start_time_ms = None;
-        self.status.job_id = Some(job_id.clone());
+        d.status.reconciled_spec = Some(raw);
+        d.status.upgrading = false;
+        d.status.error = None;
+        d.status.start_time_ms = None;
+        d.status.job_id = Some(job_id.clone());
         self.restore_point = from;
         let jar = match job.jar_path() {
             Ok(j) => j,
             Err(e) => {
-                self.fail(e.to_string(), JmStatus::Missing);
+                fail(d, e.to_string(), JmStatus::Missing);
                 return;
             }
         };
         let launch = Launch {
-            namespace: &self.key.namespace,
+            namespace: &d.key.namespace,
             spec,
             jar: &jar,
             job_id: &job_id,
@@ -379,120 +412,14 @@ impl Actor {
         };
         match JobProcess::spawn(&self.shared.options, &launch) {
             Ok(process) => {
-                tracing::info!(deployment = %self.key, %job_id, pid = process.pid(), rest_port = process.rest_port, from = ?self.restore_point, "job process started");
-                self.shared.processes().insert(self.key.clone(), process);
+                tracing::info!(deployment = %d.key, %job_id, pid = process.pid(), rest_port = process.rest_port, from = ?self.restore_point, "job process started");
+                self.shared.processes().insert(d.key.clone(), process);
                 self.started = Some(Instant::now());
-                self.status.lifecycle = Lifecycle::Deployed;
-                self.status.jm = JmStatus::Deploying;
-                self.status.job_state = Some("RECONCILING");
+                d.status.lifecycle = Lifecycle::Deployed;
+                d.status.jm = JmStatus::Deploying;
+                d.status.job_state = Some("RECONCILING");
             }
-            Err(e) => self.fail(e.to_string(), JmStatus::Error),
-        }
-    }
-
-    /// Follows the running job through its REST API and notices a dead JVM.
-    async fn observe(&mut self) {
-        let exited = self
-            .shared
-            .processes()
-            .get_mut(&self.key)
-            .and_then(JobProcess::exited);
-        if let Some(why) = exited {
-            self.kill();
-            self.fail(why, JmStatus::Error);
-            return;
-        }
-        let Some((rest, job_id)) = self.rest() else {
-            return;
-        };
-        match rest.job(&job_id).await {
-            Ok(Some(details)) => {
-                self.status.jm = JmStatus::Ready;
-                let state = job_state(&details.state);
-                self.status.job_state = Some(state);
-                match state {
-                    "RUNNING" => {
-                        self.status.start_time_ms = Some(details.start_time);
-                        let written_running = self
-                            .written
-                            .as_ref()
-                            .is_some_and(|w| w["jobStatus"]["state"] == "RUNNING");
-                        if self.status.lifecycle == Lifecycle::Deployed && written_running {
-                            self.status.lifecycle = Lifecycle::Stable;
-                            self.status
-                                .stable_spec
-                                .clone_from(&self.status.reconciled_spec);
-                        }
-                    }
-                    "FAILED" if self.status.lifecycle != Lifecycle::Failed => {
-                        let cause = rest.root_exception(&job_id).await.ok().flatten();
-                        let why = cause.as_deref().map_or_else(
-                            || "see GET /jobs/:id/exceptions".to_owned(),
-                            summarize_trace,
-                        );
-                        self.fail(format!("job {job_id} failed: {why}"), JmStatus::Ready);
-                    }
-                    _ => {}
-                }
-                if let Ok(Some(c)) = rest.latest_checkpoint(&job_id).await {
-                    self.last_checkpoint = Some(c);
-                }
-            }
-            Ok(None) => self.status.jm = JmStatus::DeployedNotReady,
-            Err(e) => {
-                let timeout = self.shared.options.startup_timeout;
-                if self.status.jm == JmStatus::Deploying
-                    && self.started.is_some_and(|t| t.elapsed() > timeout)
-                {
-                    self.kill();
-                    self.fail(
-                        format!(
-                            "the JobManager's REST API did not answer within {} s: {e}",
-                            timeout.as_secs()
-                        ),
-                        JmStatus::Error,
-                    );
-                }
-            }
-        }
-    }
-
-    async fn on_deleted(&mut self) {
-        if let Some((rest, job_id)) = self.rest()
-            && let Err(e) = rest
-                .cancel(&job_id, self.shared.options.operation_timeout)
-                .await
-        {
-            tracing::warn!(deployment = %self.key, error = %e, "cancel on deletion failed; killing the JVM");
-        }
-        self.kill();
-        tracing::info!(deployment = %self.key, "FlinkDeployment deleted: job cancelled");
-    }
-
-    async fn write_status(&mut self) {
-        let mut status = self.status.to_json();
-        if let Some(c) = &self.last_checkpoint {
-            status["jobStatus"]["checkpointInfo"] = json!({
-                "lastCheckpoint": {
-                    "timeStamp": c.latest_ack_timestamp,
-                    "triggerType": "PERIODIC",
-                    "formatType": "FULL",
-                },
-                "lastPeriodicCheckpointTimestamp": c.latest_ack_timestamp,
-            });
-        }
-        if let Some(w) = &self.written {
-            let mut a = w.clone();
-            a["jobStatus"]["updateTime"] = Value::Null;
-            let mut b = status.clone();
-            b["jobStatus"]["updateTime"] = Value::Null;
-            if a == b {
-                return;
-            }
-        }
-        status["jobStatus"]["updateTime"] = json!(now_ms().to_string());
-        if write_status(&self.api, &self.key, &status).await {
-            self.written = Some(status);
+            Err(e) => fail(d, e.to_string(), JmStatus::Error),
         }
     }
 }

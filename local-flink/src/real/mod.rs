@@ -3,7 +3,8 @@
 //! `local-flink/launcher`, built by Maven), with the real `bluegreen-sidecar`
 //! next to it, and its status moved the way the Apache Flink Kubernetes Operator moves it.
 //!
-//! * [`RealFlink::start`] watches `FlinkDeployment`s (as JSON) and runs one actor per resource.
+//! * [`RealFlink::start`] runs the runner shell's watch of `FlinkDeployment`s (as JSON), one
+//!   actor per resource, with a real job (`deployment.rs`) behind each.
 //! * [`RealFlink::rest_url_template`]: one local reverse proxy for every job's REST API,
 //!   `http://127.0.0.1:PORT/{namespace}/{name}` (on a cluster:
 //!   `http://{name}-rest.{namespace}.svc:8081`).
@@ -11,33 +12,26 @@
 //!
 //! See `docs/local-flink.md`, "Real mode".
 
-mod actor;
+mod deployment;
 mod flink_rest;
 mod ports;
 mod process;
 mod proxy;
 mod spec;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use futures::StreamExt;
-use kube::api::DynamicObject;
-use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 pub use spec::MAIN_CONTAINER;
 
-use self::actor::{Actor, Msg};
+use self::deployment::RealDeployment;
 use self::process::JobProcess;
-use crate::DeploymentRef;
-use crate::Error;
-use crate::sim::flink_deployment_resource;
+use crate::{DeploymentRef, Error, shell};
 
 /// Settings of a [`RealFlink`].
 #[derive(Debug, Clone)]
@@ -152,11 +146,10 @@ impl RealFlink {
         });
         let (rest_addr, proxy_task) =
             proxy::serve(Arc::clone(&shared), shared.options.rest_port).await?;
-        let api: Api<DynamicObject> = match &shared.options.namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, &flink_deployment_resource()),
-            None => Api::all_with(client.clone(), &flink_deployment_resource()),
-        };
-        let watch_task = tokio::spawn(watch(api, client, Arc::clone(&shared)));
+        let watch_task = tokio::spawn(shell::watch(client, shared.options.namespace.clone(), {
+            let shared = Arc::clone(&shared);
+            move |_| RealDeployment::new(Arc::clone(&shared))
+        }));
         Ok(Self {
             shared,
             rest_addr,
@@ -206,71 +199,5 @@ impl Drop for RealFlink {
         }
         let processes = std::mem::take(&mut *self.shared.processes());
         drop(processes);
-    }
-}
-
-/// Forwards watch events to one actor per deployment.
-async fn watch(api: Api<DynamicObject>, client: kube::Client, shared: Arc<Shared>) {
-    let mut actors = Actors::default();
-    let mut listed: HashSet<DeploymentRef> = HashSet::new();
-    let mut stream = watcher(api, watcher::Config::default()).boxed();
-    while let Some(event) = stream.next().await {
-        let event = match event {
-            Ok(e) => e,
-            Err(e) => {
-                tracing::debug!(error = %e, "FlinkDeployment watch error (retrying)");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        match event {
-            watcher::Event::Init => listed.clear(),
-            watcher::Event::InitApply(obj) | watcher::Event::Apply(obj) => {
-                let key = DeploymentRef::new(obj.namespace().unwrap_or_default(), obj.name_any());
-                listed.insert(key.clone());
-                let (tx, _) = actors.0.entry(key.clone()).or_insert_with(|| {
-                    let (tx, rx) = mpsc::unbounded_channel();
-                    let api = Api::namespaced_with(
-                        client.clone(),
-                        &key.namespace,
-                        &flink_deployment_resource(),
-                    );
-                    let task = tokio::spawn(Actor::new(key, Arc::clone(&shared), api, rx).run());
-                    (tx, task)
-                });
-                let _ = tx.send(Msg::Apply(Box::new(obj)));
-            }
-            watcher::Event::InitDone => {
-                let gone: Vec<DeploymentRef> = actors
-                    .0
-                    .keys()
-                    .filter(|k| !listed.contains(*k))
-                    .cloned()
-                    .collect();
-                for key in gone {
-                    if let Some((tx, _)) = actors.0.remove(&key) {
-                        let _ = tx.send(Msg::Deleted);
-                    }
-                }
-            }
-            watcher::Event::Delete(obj) => {
-                let key = DeploymentRef::new(obj.namespace().unwrap_or_default(), obj.name_any());
-                if let Some((tx, _)) = actors.0.remove(&key) {
-                    let _ = tx.send(Msg::Deleted);
-                }
-            }
-        }
-    }
-}
-
-/// The actor of every deployment; they end with the watch (when the runner aborts it).
-#[derive(Default)]
-struct Actors(HashMap<DeploymentRef, (mpsc::UnboundedSender<Msg>, JoinHandle<()>)>);
-
-impl Drop for Actors {
-    fn drop(&mut self) {
-        for (_, task) in self.0.values() {
-            task.abort();
-        }
     }
 }

@@ -155,6 +155,16 @@ impl Default for SimClock {
     }
 }
 
+impl crate::shell::Clock for SimClock {
+    fn now_ms(&self) -> i64 {
+        SimClock::now_ms(self)
+    }
+
+    fn sleep_until(&self, at_ms: i64) -> impl std::future::Future<Output = ()> + Send {
+        SimClock::sleep_until(self, at_ms)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,9 +14,10 @@ use tokio::sync::{mpsc, watch};
 use super::clock::SimClock;
 use super::config::JobSettings;
 use super::engine::{Engine, Held, NO_WATERMARK, SubtaskCounters};
-use super::faults::{DeploymentRef, Faults, JobFailure};
+use super::faults::{Faults, JobFailure};
 use super::ledger::Ledger;
 use super::snapshot::{Snapshot, SnapshotKind, SnapshotStore};
+use crate::DeploymentRef;
 use crate::Error;
 
 /// Flink's job status, as far as the simulation goes.
@@ -153,7 +154,6 @@ pub(crate) struct JobRuntime {
     pub ledger: Arc<Ledger>,
     pub store: Arc<SnapshotStore>,
     pub faults: Faults,
-    pub client: kube::Client,
     /// What the gates read the coordination ConfigMap with (see
     /// [`LocalFlinkOptions::gate_client`](super::LocalFlinkOptions::gate_client)).
     pub gate_client: kube::Client,

@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod config;
+mod deployment;
 mod engine;
 pub mod faults;
 mod job;
@@ -16,5 +17,4 @@ pub mod source;
 
 pub use engine::NO_WATERMARK;
 pub use job::{JobState, JobView, SavepointOp, SimJob};
-pub(crate) use operator::flink_deployment_resource;
 pub use operator::{LocalFlink, LocalFlinkOptions};

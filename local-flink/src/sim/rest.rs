@@ -14,11 +14,12 @@ use bluegreen_protocol::wire::metrics;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use super::faults::{DeploymentRef, RestFault};
+use super::faults::RestFault;
 use super::job::{JobState, JobView, SavepointOp, SimJob};
 use super::shared::Shared;
 use super::snapshot::{Snapshot, SnapshotKind};
 use super::source::mix;
+use crate::DeploymentRef;
 use crate::Error;
 
 /// Name of the source vertex.

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::faults::DeploymentRef;
 use super::job::{JobRuntime, SimJob};
+use crate::DeploymentRef;
 
 /// State shared by the watch, the actors and the REST server.
 #[derive(Debug)]
