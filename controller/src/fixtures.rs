@@ -1,4 +1,5 @@
-//! Builders of test objects.
+//! Builders of test objects, and scenario steps on an observation that read left to right:
+//! `observed().blue(running(..)).green(running(..))`.
 
 use bluegreen_protocol::{AppliedState, Color, GateReport, Stage, Toggle};
 
@@ -123,4 +124,55 @@ pub fn with_child(mut obs: Observed, color: Color, child: Option<ChildObs>) -> O
         Color::Green => obs.green = child,
     }
     obs
+}
+
+/// Scenario steps on an observation.
+pub trait Scenario {
+    /// With `child` as the blue child.
+    #[must_use]
+    fn blue(self, child: ChildObs) -> Self;
+    /// With `child` as the green child.
+    #[must_use]
+    fn green(self, child: ChildObs) -> Self;
+    /// Without the child of `color`.
+    #[cfg(test)]
+    #[must_use]
+    fn without(self, color: Color) -> Self;
+}
+
+impl Scenario for Observed {
+    fn blue(self, child: ChildObs) -> Self {
+        with_child(self, Color::Blue, Some(child))
+    }
+
+    fn green(self, child: ChildObs) -> Self {
+        with_child(self, Color::Green, Some(child))
+    }
+
+    #[cfg(test)]
+    fn without(self, color: Color) -> Self {
+        with_child(self, color, None)
+    }
+}
+
+/// What the REST API of the child of `color` reported (both must be there).
+#[cfg(test)]
+pub fn flink_of(obs: &mut Observed, color: Color) -> &mut FlinkObs {
+    let child = match color {
+        Color::Blue => obs.blue.as_mut(),
+        Color::Green => obs.green.as_mut(),
+    };
+    child
+        .and_then(|c| c.flink.as_mut())
+        .expect("the child and its REST API's answer")
+}
+
+/// The gates `child`'s REST API reported (they must be there).
+#[cfg(test)]
+pub fn gates_of(child: &mut ChildObs) -> &mut GateObs {
+    child
+        .flink
+        .as_mut()
+        .and_then(|f| f.gates.as_mut())
+        .expect("the child's gates")
 }

@@ -7,7 +7,7 @@
 use bluegreen_protocol::{AppliedState, Color, CoordinationState, Stage, Toggle};
 
 use crate::checks::ValidSpec;
-use crate::fixtures::{observed, running, with_child};
+use crate::fixtures::{Scenario, observed, running};
 use crate::handover::{Plan, plan};
 use crate::observed::{ConfigMapObs, Observed, SavepointObs};
 use crate::resource::FlinkBlueGreenDeploymentSpec;
@@ -63,11 +63,7 @@ pub fn handover_observation(spec: &FlinkBlueGreenDeploymentSpec, valid: ValidSpe
         child
     };
     let (blue, green) = (child("h1"), child("h2"));
-    with_child(
-        with_child(obs, Color::Blue, Some(blue)),
-        Color::Green,
-        Some(green),
-    )
+    obs.blue(blue).green(green)
 }
 
 /// Plans [`handover_observation`] once per clock step (0 h, 1 h, 1 d, 1 week, 1 year, 100

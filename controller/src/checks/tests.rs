@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::error::SpecError;
-use crate::fixtures::{observed, running, with_child};
+use crate::fixtures::{Scenario, observed, running};
 use crate::handover::{Action, Plan, plan};
 use crate::observed::{ConfigMapObs, Observed};
 use crate::resource::{FlinkBlueGreenDeployment, Phase};
@@ -411,11 +411,7 @@ fn steady_with_new_template(valid: Result<ValidSpec, SpecError>) -> Observed {
         epoch: 1,
         floor: Some(FLOOR),
     });
-    with_child(
-        obs,
-        Color::Blue,
-        Some(running("h1", 1, 0, Some(PROGRESS), PROGRESS - 1_000)),
-    )
+    obs.blue(running("h1", 1, 0, Some(PROGRESS), PROGRESS - 1_000))
 }
 
 fn degraded(plan: &Plan) -> (String, String, String) {

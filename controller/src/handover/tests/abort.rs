@@ -8,7 +8,7 @@ fn green_not_running_within_the_grace_period_aborts_and_deletes_it() {
     let mut obs = handover(Phase::Deploying, None);
     let mut green = running("h2", 1, 0, None, i64::MIN);
     green.job_state = Some("CREATED".into());
-    obs = with_child(obs, Color::Green, Some(green));
+    obs = obs.green(green);
     assert!(
         plan(&at(obs.clone(), "2026-01-01T00:09:00Z"))
             .actions
@@ -18,12 +18,7 @@ fn green_not_running_within_the_grace_period_aborts_and_deletes_it() {
     assert_eq!(
         p.actions,
         vec![
-            Action::WriteConfigMap(CoordinationState::new(
-                1,
-                Stage::Failing,
-                Color::Green,
-                Toggle::NotSet
-            )),
+            write_configmap(1, Stage::Failing, Color::Green, Toggle::NotSet),
             Action::DeleteChild(Color::Green),
         ]
     );
@@ -37,7 +32,7 @@ fn a_failed_green_aborts_at_once() {
     let mut green = running("h2", 1, 0, None, i64::MIN);
     green.job_state = Some("FAILED".into());
     green.error = Some("ClassNotFoundException".into());
-    obs = with_child(obs, Color::Green, Some(green));
+    obs = obs.green(green);
     let p = plan(&obs);
     assert_eq!(transition(&p).phase, Phase::Aborting);
     assert!(
@@ -57,12 +52,12 @@ fn an_abort_completes_once_green_is_gone_and_the_template_is_not_retried() {
     let p = plan(&obs);
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(CoordinationState::new(
+        vec![write_configmap(
             1,
             Stage::Running,
             Color::Blue,
             Toggle::NotSet
-        ))]
+        )]
     );
     assert!(p.status.transition.is_none());
     assert_eq!(p.status.active_color, Some(Color::Blue));
@@ -70,12 +65,7 @@ fn an_abort_completes_once_green_is_gone_and_the_template_is_not_retried() {
     // Next reconcile: same template → nothing; the abort reset every per-transition field.
     let mut next = obs.clone();
     next.status = p.status.clone();
-    next.configmap = ConfigMapObs::Valid(CoordinationState::new(
-        1,
-        Stage::Running,
-        Color::Blue,
-        Toggle::NotSet,
-    ));
+    next.configmap = configmap(1, Stage::Running, Color::Blue, Toggle::NotSet);
     let p2 = plan(&next);
     assert!(p2.actions.is_empty());
     assert_eq!(condition(&p2, "Degraded"), ("True", "HandoverAborted"));
@@ -97,11 +87,8 @@ fn an_abort_completes_once_green_is_gone_and_the_template_is_not_retried() {
 
 #[test]
 fn an_abort_after_w_is_set_is_refused() {
-    let mut obs = with_child(
-        handover(Phase::ToggleSet, Some(70_000)),
-        Color::Green,
-        Some(running("h2", 1, 2, Some(72_000), 0)),
-    );
+    let mut obs =
+        handover(Phase::ToggleSet, Some(70_000)).green(running("h2", 1, 2, Some(72_000), 0));
     obs.action = Some(ManualAction::Abort);
     let p = plan(&obs);
     assert_eq!(transition(&p).phase, Phase::ToggleSet);
@@ -111,11 +98,7 @@ fn an_abort_after_w_is_set_is_refused() {
 
 #[test]
 fn a_manual_abort_before_w_is_set_aborts() {
-    let mut obs = with_child(
-        handover(Phase::Deploying, None),
-        Color::Green,
-        Some(running("h2", 1, 0, None, 0)),
-    );
+    let mut obs = handover(Phase::Deploying, None).green(running("h2", 1, 0, None, 0));
     obs.action = Some(ManualAction::Abort);
     let p = plan(&obs);
     assert_eq!(transition(&p).phase, Phase::Aborting);
@@ -125,22 +108,14 @@ fn a_manual_abort_before_w_is_set_aborts() {
 
 #[test]
 fn a_template_change_before_w_is_set_aborts_and_starts_over() {
-    let mut obs = with_child(
-        handover(Phase::ConfirmingToggle, Some(70_000)),
-        Color::Green,
-        Some(running("h2", 1, 0, None, 0)),
-    );
+    let mut obs =
+        handover(Phase::ConfirmingToggle, Some(70_000)).green(running("h2", 1, 0, None, 0));
     obs.template_hash = "h3".into();
     let p = plan(&obs);
     assert_eq!(transition(&p).phase, Phase::Aborting);
     assert_eq!(
         p.actions[0],
-        Action::WriteConfigMap(CoordinationState::new(
-            1,
-            Stage::Failing,
-            Color::Green,
-            Toggle::Proposed(70_000)
-        ))
+        write_configmap(1, Stage::Failing, Color::Green, Toggle::Proposed(70_000))
     );
     assert!(
         p.status.failed_template_hash.is_none(),

@@ -32,11 +32,7 @@ fn before_w_is_set_the_handover_is_aborted_then_blue_is_stopped() {
         (Phase::ConfirmingToggle, Some(70_000)),
     ] {
         let obs = deleting(
-            with_child(
-                handover(phase, toggle),
-                Color::Green,
-                Some(running("h2", 1, 0, None, 0)),
-            ),
+            handover(phase, toggle).green(running("h2", 1, 0, None, 0)),
             DeletionPolicy::SavepointThenDelete,
         );
         let p = plan_cleanup(&obs);
@@ -126,11 +122,7 @@ fn once_w_is_set_the_handover_is_finished_without_a_person_or_the_deletion_delay
         DeletionPolicy::SavepointThenDelete,
     );
     obs.valid = valid(|s| s.coordination.deployment_deletion_delay = "10m".into());
-    obs = with_child(
-        obs,
-        Color::Green,
-        Some(running("h2", 1, 2, Some(72_000), 71_000)),
-    );
+    obs = obs.green(running("h2", 1, 2, Some(72_000), 71_000));
     let p = plan_cleanup(&obs);
     assert_eq!(transition(&p).phase, Phase::TearingDown);
     assert!(
@@ -147,22 +139,14 @@ fn once_w_is_set_the_handover_is_finished_without_a_person_or_the_deletion_delay
     );
     obs.blue = None;
     obs.status.active_color = Some(Color::Green);
-    obs = with_child(
-        obs,
-        Color::Green,
-        Some(running("h2", 1, 2, Some(72_000), 71_000)),
-    );
+    obs = obs.green(running("h2", 1, 2, Some(72_000), 71_000));
     let p = plan_cleanup(&obs);
     assert!(p.status.transition.is_none());
     assert_eq!(p.status.history[0].outcome, Outcome::Promoted);
     assert_eq!(p.actions.last(), Some(&Action::AwaitFinalSavepoint));
     let mut obs = deleting(observed(), DeletionPolicy::SavepointThenDelete);
     obs.status = p.status;
-    obs = with_child(
-        obs,
-        Color::Green,
-        Some(running("h2", 1, 2, Some(72_000), 71_000)),
-    );
+    obs = obs.green(running("h2", 1, 2, Some(72_000), 71_000));
     assert_eq!(plan_cleanup(&obs).actions, final_stop(Color::Green));
 }
 

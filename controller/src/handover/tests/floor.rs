@@ -14,24 +14,15 @@ fn steady_green_with_floor(hash: &str) -> Observed {
         floor: Some(70_000),
         ..CoordinationState::new(1, Stage::Running, Color::Green, Toggle::NotSet)
     });
-    with_child(
-        obs,
-        Color::Green,
-        Some(running("h2", 1, 0, Some(5_000), 4_000)),
-    )
+    obs.green(running("h2", 1, 0, Some(5_000), 4_000))
 }
 
 #[test]
 fn the_floor_is_carried_through_the_next_handover_and_w_is_proposed_above_it() {
     // Green's progress (5 s) + 1 min is below the floor (70 s): W = F + 1.
     let mut obs = steady_green_with_floor("h3");
-    obs.green
-        .as_mut()
-        .unwrap()
-        .flink
-        .as_mut()
-        .unwrap()
-        .savepoint = Some(SavepointObs::Completed("file:///sp/2".into()));
+    flink_of(&mut obs, Color::Green).savepoint =
+        Some(SavepointObs::Completed("file:///sp/2".into()));
     let p = plan(&obs);
     assert_eq!(p.actions, vec![trigger(Color::Green, "h3", 2, 0)]);
     let mut next = obs.clone();
@@ -58,11 +49,7 @@ fn the_floor_is_carried_through_the_next_handover_and_w_is_proposed_above_it() {
     deploying.configmap = ConfigMapObs::Valid(
         crate::handover::desired_configmap(&deploying.status, &deploying).expect("desired"),
     );
-    let deploying = with_child(
-        deploying,
-        Color::Blue,
-        Some(running("h3", 2, 0, None, i64::MIN)),
-    );
+    let deploying = deploying.blue(running("h3", 2, 0, None, i64::MIN));
     let p = plan(&deploying);
     assert_eq!(transition(&p).toggle, Some(70_001), "W >= F + 1");
     assert_eq!(
@@ -131,12 +118,7 @@ fn clear_floor_starts_a_new_epoch_without_a_floor_and_is_refused_during_a_handov
     assert_eq!(
         p.actions,
         vec![
-            Action::WriteConfigMap(CoordinationState::new(
-                2,
-                Stage::Running,
-                Color::Green,
-                Toggle::NotSet
-            )),
+            write_configmap(2, Stage::Running, Color::Green, Toggle::NotSet),
             Action::ClearManualAction
         ],
         "step 10"

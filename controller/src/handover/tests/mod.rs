@@ -5,7 +5,7 @@ use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 
 use super::{Action, plan};
 use crate::error::SpecError;
-use crate::fixtures::{observed, running, valid, with_child};
+use crate::fixtures::{Scenario, flink_of, gates_of, observed, running, valid};
 use crate::observed::{ConfigMapObs, ManualAction, Observed, SavepointObs};
 use crate::resource::{
     MicroTime, Outcome, OutgoingStop, Phase, RestoreFrom, TasksReady, Transition,
@@ -21,6 +21,24 @@ mod steady;
 mod teardown;
 mod toggle;
 mod world;
+
+/// The plan writes the ConfigMap state `epoch`, `stage`, `active`, `toggle`.
+fn write_configmap(epoch: u64, stage: Stage, active: Color, toggle: Toggle) -> Action {
+    Action::WriteConfigMap(CoordinationState::new(epoch, stage, active, toggle))
+}
+
+/// The ConfigMap observed in the state `epoch`, `stage`, `active`, `toggle`.
+fn configmap(epoch: u64, stage: Stage, active: Color, toggle: Toggle) -> ConfigMapObs {
+    ConfigMapObs::Valid(CoordinationState::new(epoch, stage, active, toggle))
+}
+
+/// `obs` after the first plan of its first deployment: the status written, the ConfigMap
+/// INITIALIZING towards blue.
+fn first_deployment_started(mut obs: Observed) -> Observed {
+    obs.status = plan(&obs).status;
+    obs.configmap = configmap(0, Stage::Initializing, Color::Blue, Toggle::NotSet);
+    obs
+}
 
 /// A status timestamp.
 fn time(rfc3339: &str) -> MicroTime {
@@ -50,15 +68,9 @@ fn condition<'a>(plan: &'a super::Plan, type_: &str) -> (&'a str, &'a str) {
 
 /// A handover in ToggleSet at `w` that can promote: green (h2) and blue (h1) running past W.
 fn ready_to_promote(w: i64) -> Observed {
-    with_child(
-        with_child(
-            handover(Phase::ToggleSet, Some(w)),
-            Color::Green,
-            Some(running("h2", 1, 2, Some(w + 2_000), w + 1)),
-        ),
-        Color::Blue,
-        Some(running("h1", 1, 2, Some(w), w + 1_000)),
-    )
+    handover(Phase::ToggleSet, Some(w))
+        .green(running("h2", 1, 2, Some(w + 2_000), w + 1))
+        .blue(running("h1", 1, 2, Some(w), w + 1_000))
 }
 
 /// The status, reason and message of condition `type_`.
@@ -73,17 +85,8 @@ fn steady_blue(hash: &str) -> Observed {
     obs.template_hash = hash.into();
     obs.status.active_color = Some(Color::Blue);
     obs.status.deployed_template_hash = Some("h1".into());
-    obs.configmap = ConfigMapObs::Valid(CoordinationState::new(
-        0,
-        Stage::Running,
-        Color::Blue,
-        Toggle::NotSet,
-    ));
-    with_child(
-        obs,
-        Color::Blue,
-        Some(running("h1", 0, 0, Some(1_000), 900)),
-    )
+    obs.configmap = configmap(0, Stage::Running, Color::Blue, Toggle::NotSet);
+    obs.blue(running("h1", 0, 0, Some(1_000), 900))
 }
 
 /// The savepoint of the outgoing `color` for attempt `attempt` of the handover to `hash` at
@@ -129,11 +132,7 @@ fn handover(phase: Phase, toggle: Option<i64>) -> Observed {
     });
     if let (Phase::ClearToTeardown | Phase::TearingDown, Some(w)) = (phase, toggle) {
         // Promoted: blue's gates applied W and its watermark passed it.
-        obs = with_child(
-            obs,
-            Color::Blue,
-            Some(running("h1", 1, 2, Some(w), w + 5_000)),
-        );
+        obs = obs.blue(running("h1", 1, 2, Some(w), w + 5_000));
     }
     let desired = super::desired_configmap(&obs.status, &obs).expect("desired");
     obs.configmap = ConfigMapObs::Valid(desired);

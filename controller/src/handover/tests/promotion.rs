@@ -6,32 +6,22 @@ use super::*;
 fn promotion_waits_for_checkpoints_and_both_watermarks() {
     let w = 70_000;
     let base = handover(Phase::ToggleSet, Some(w));
-    let obs = with_child(
-        with_child(
-            base,
-            Color::Green,
-            Some(running("h2", 1, 2, Some(71_000), 69_000)),
-        ),
-        Color::Blue,
-        Some(running("h1", 1, 2, Some(70_000), 71_000)),
-    );
+    let obs = base
+        .green(running("h2", 1, 2, Some(71_000), 69_000))
+        .blue(running("h1", 1, 2, Some(70_000), 71_000));
     let p = plan(&obs);
     assert!(p.actions.is_empty());
     assert!(condition(&p, "Progressing").1 == "ToggleSet");
-    let ready = with_child(
-        obs,
-        Color::Green,
-        Some(running("h2", 1, 2, Some(72_000), 70_001)),
-    );
+    let ready = obs.green(running("h2", 1, 2, Some(72_000), 70_001));
     let p = plan(&ready);
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(CoordinationState::new(
+        vec![write_configmap(
             1,
             Stage::ClearToTeardown,
             Color::Green,
             Toggle::Set(w)
-        ))]
+        )]
     );
     assert_eq!(p.status.active_color, Some(Color::Green));
     assert_eq!(p.status.deployed_template_hash.as_deref(), Some("h2"));
@@ -54,11 +44,7 @@ fn manual_promotion_waits_for_the_annotation() {
 
 #[test]
 fn a_template_change_after_w_is_set_updates_green_in_place() {
-    let mut obs = with_child(
-        handover(Phase::ToggleSet, Some(70_000)),
-        Color::Green,
-        Some(running("h2", 1, 2, None, 0)),
-    );
+    let mut obs = handover(Phase::ToggleSet, Some(70_000)).green(running("h2", 1, 2, None, 0));
     obs.template_hash = "h3".into();
     let p = plan(&obs);
     assert_eq!(
@@ -97,11 +83,7 @@ fn a_template_change_after_w_is_set_updates_green_in_place() {
 fn green_failing_after_w_is_set_is_degraded_but_never_aborted() {
     let mut green = running("h2", 1, 2, None, 0);
     green.job_state = Some("FAILED".into());
-    let obs = with_child(
-        handover(Phase::ToggleSet, Some(70_000)),
-        Color::Green,
-        Some(green),
-    );
+    let obs = handover(Phase::ToggleSet, Some(70_000)).green(green);
     let p = plan(&at(obs, "2026-01-01T05:00:00Z"));
     assert!(p.actions.is_empty());
     assert_eq!(transition(&p).phase, Phase::ToggleSet);
@@ -113,7 +95,7 @@ fn green_failing_after_w_is_set_is_degraded_but_never_aborted() {
 
 #[test]
 fn green_deleted_after_w_is_set_is_not_recreated_from_the_old_savepoint() {
-    let obs = with_child(handover(Phase::ToggleSet, Some(70_000)), Color::Green, None);
+    let obs = handover(Phase::ToggleSet, Some(70_000)).without(Color::Green);
     let p = plan(&obs);
     assert!(p.actions.is_empty());
     assert_eq!(condition(&p, "Degraded").1, "IncomingMissingAfterToggle");

@@ -28,14 +28,7 @@ fn deployed_v1() -> crate::resource::FlinkBlueGreenDeploymentSpec {
 /// ToggleSet at W = 70 s with green in `green`, observed at `now`; the status records blue's
 /// spec.
 fn toggle_set_with(green: crate::observed::ChildObs, now: &str) -> Observed {
-    let mut obs = at(
-        with_child(
-            handover(Phase::ToggleSet, Some(70_000)),
-            Color::Green,
-            Some(green),
-        ),
-        now,
-    );
+    let mut obs = at(handover(Phase::ToggleSet, Some(70_000)).green(green), now);
     obs.status.deployed_spec = Some(deployed_v1());
     obs
 }
@@ -155,11 +148,7 @@ fn forward_repair_needs_the_spec_the_outgoing_job_runs() {
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert_eq!(repair(&p).started_at, None);
     // Blue no longer runs the recorded template h1: the record is not trusted.
-    let stale = with_child(
-        obs,
-        Color::Blue,
-        Some(running("h0", 1, 2, Some(70_000), 71_000)),
-    );
+    let stale = obs.blue(running("h0", 1, 2, Some(70_000), 71_000));
     let p = plan(&stale);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert_eq!(
@@ -172,26 +161,14 @@ fn forward_repair_needs_the_spec_the_outgoing_job_runs() {
 fn the_first_deployment_and_every_promotion_record_the_spec_they_deployed() {
     let mut obs = observed();
     obs.spec.template.spec.image = Some("example.com/orders:v7".into());
-    obs.status = plan(&obs).status;
-    obs.configmap = ConfigMapObs::Valid(CoordinationState::new(
-        0,
-        Stage::Initializing,
-        Color::Blue,
-        Toggle::NotSet,
-    ));
-    let obs = with_child(obs, Color::Blue, Some(running("h1", 0, 0, None, i64::MIN)));
+    obs = first_deployment_started(obs);
+    let obs = obs.blue(running("h1", 0, 0, None, i64::MIN));
     let p = plan(&obs);
     assert_eq!(p.status.deployed_spec.as_ref(), Some(&obs.spec));
     // A promotion without repair records the spec of the promoted template.
-    let mut promote = with_child(
-        with_child(
-            handover(Phase::ToggleSet, Some(70_000)),
-            Color::Green,
-            Some(running("h2", 1, 2, Some(72_000), 71_000)),
-        ),
-        Color::Blue,
-        Some(running("h1", 1, 2, Some(70_000), 71_000)),
-    );
+    let mut promote = handover(Phase::ToggleSet, Some(70_000))
+        .green(running("h2", 1, 2, Some(72_000), 71_000))
+        .blue(running("h1", 1, 2, Some(70_000), 71_000));
     promote.status.deployed_spec = Some(deployed_v1());
     promote.spec.template.spec.image = Some("example.com/orders:v2".into());
     let p = plan(&promote);
@@ -253,11 +230,13 @@ fn a_repaired_incoming_job_is_followed_to_promotion_with_the_outgoing_template()
     // The operator redeployed green (new job, template h1), which runs past W.
     let mut green = running("h1", 1, 2, Some(72_000), 71_000);
     green.job_id = Some("green-1".into());
-    let obs = with_child(
-        repairing(green, "2026-01-01T01:05:00Z", false),
-        Color::Blue,
-        Some(running("h1", 1, 2, Some(70_000), 71_000)),
-    );
+    let obs = repairing(green, "2026-01-01T01:05:00Z", false).blue(running(
+        "h1",
+        1,
+        2,
+        Some(70_000),
+        71_000,
+    ));
     let p = plan(&obs);
     assert!(repair(&p).redeployed, "seen out of FAILED");
     assert_eq!(transition(&p).phase, Phase::ClearToTeardown);
@@ -315,15 +294,12 @@ fn a_template_change_during_the_grace_or_the_repair_is_applied_in_place_instead(
 
 #[test]
 fn a_repaired_handover_finishes_with_history_and_stays_degraded_until_the_template_changes() {
-    let mut obs = with_child(
-        repairing(
-            running("h1", 1, 2, None, 80_000),
-            "2026-01-01T01:10:00Z",
-            true,
-        ),
-        Color::Blue,
-        None,
-    );
+    let mut obs = repairing(
+        running("h1", 1, 2, None, 80_000),
+        "2026-01-01T01:10:00Z",
+        true,
+    )
+    .without(Color::Blue);
     let t = obs.status.transition.as_mut().unwrap();
     t.phase = Phase::TearingDown;
     obs.status.active_color = Some(Color::Green);

@@ -19,18 +19,13 @@ fn a_template_change_starts_with_a_savepoint_and_leaves_the_configmap_alone() {
 fn a_completed_savepoint_moves_the_configmap_before_creating_green() {
     let mut obs = handover(Phase::Snapshotting, None);
     obs.status.transition.as_mut().unwrap().savepoint_trigger_id = Some("t1".into());
-    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().savepoint =
+    flink_of(&mut obs, Color::Blue).savepoint =
         Some(SavepointObs::Completed("file:///sp/9".into()));
     let p = plan(&obs);
     assert_eq!(
         p.actions,
         vec![
-            Action::WriteConfigMap(CoordinationState::new(
-                1,
-                Stage::Transitioning,
-                Color::Green,
-                Toggle::NotSet
-            )),
+            write_configmap(1, Stage::Transitioning, Color::Green, Toggle::NotSet),
             Action::ApplyChild {
                 color: Color::Green,
                 template_hash: "h2".into(),
@@ -46,8 +41,7 @@ fn a_completed_savepoint_moves_the_configmap_before_creating_green() {
 fn a_failed_savepoint_is_retried_after_backoff_then_the_handover_is_given_up() {
     let mut obs = handover(Phase::Snapshotting, None);
     obs.status.transition.as_mut().unwrap().savepoint_trigger_id = Some("t1".into());
-    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().savepoint =
-        Some(SavepointObs::Failed("disk full".into()));
+    flink_of(&mut obs, Color::Blue).savepoint = Some(SavepointObs::Failed("disk full".into()));
     let p = plan(&obs);
     assert!(p.actions.is_empty());
     assert_eq!(transition(&p).savepoint_attempts, 1);
@@ -86,7 +80,7 @@ fn a_failed_savepoint_is_retried_after_backoff_then_the_handover_is_given_up() {
 fn a_savepoint_that_takes_too_long_counts_as_failed() {
     let mut obs = handover(Phase::Snapshotting, None);
     obs.status.transition.as_mut().unwrap().savepoint_trigger_id = Some("t1".into());
-    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().savepoint = Some(SavepointObs::InProgress);
+    flink_of(&mut obs, Color::Blue).savepoint = Some(SavepointObs::InProgress);
     assert!(
         plan(&at(obs.clone(), "2026-01-01T00:05:00Z"))
             .actions
@@ -105,7 +99,7 @@ fn a_savepoint_whose_request_never_arrived_is_resent_under_the_same_trigger() {
     assert_eq!(transition(&p).savepoint_trigger_id.as_ref(), Some(&id));
     let mut obs = steady_blue("h2");
     obs.status = p.status;
-    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().savepoint = Some(SavepointObs::Unknown);
+    flink_of(&mut obs, Color::Blue).savepoint = Some(SavepointObs::Unknown);
     let resent = plan(&at(obs.clone(), "2026-01-01T00:05:00Z"));
     assert_eq!(resent.actions, vec![trigger(Color::Blue, "h2", 1, 0)]);
     let t = transition(&resent);

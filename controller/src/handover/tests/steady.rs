@@ -9,12 +9,7 @@ fn first_deployment_writes_initializing_then_creates_blue() {
     assert_eq!(
         p.actions,
         vec![
-            Action::WriteConfigMap(CoordinationState::new(
-                0,
-                Stage::Initializing,
-                Color::Blue,
-                Toggle::NotSet
-            )),
+            write_configmap(0, Stage::Initializing, Color::Blue, Toggle::NotSet),
             Action::ApplyChild {
                 color: Color::Blue,
                 template_hash: "h1".into(),
@@ -40,24 +35,16 @@ fn first_deployment_starts_from_the_initial_savepoint() {
 
 #[test]
 fn first_deployment_completes_when_blue_runs() {
-    let mut obs = observed();
-    obs.status = plan(&obs).status;
-    obs.configmap = ConfigMapObs::Valid(CoordinationState::new(
-        0,
-        Stage::Initializing,
-        Color::Blue,
-        Toggle::NotSet,
-    ));
-    let obs = with_child(obs, Color::Blue, Some(running("h1", 0, 0, None, i64::MIN)));
+    let obs = first_deployment_started(observed()).blue(running("h1", 0, 0, None, i64::MIN));
     let p = plan(&obs);
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(CoordinationState::new(
+        vec![write_configmap(
             0,
             Stage::Running,
             Color::Blue,
             Toggle::NotSet
-        ))]
+        )]
     );
     assert_eq!(p.status.active_color, Some(Color::Blue));
     assert!(p.status.transition.is_none());
@@ -111,12 +98,7 @@ fn an_invalid_spec_changes_nothing_that_runs() {
 #[test]
 fn a_hand_edited_configmap_that_cannot_be_reconciled_stops_the_controller() {
     let mut obs = handover(Phase::Deploying, None);
-    obs.configmap = ConfigMapObs::Valid(CoordinationState::new(
-        1,
-        Stage::Transitioning,
-        Color::Green,
-        Toggle::Set(5),
-    ));
+    obs.configmap = configmap(1, Stage::Transitioning, Color::Green, Toggle::Set(5));
     let p = plan(&obs);
     assert!(p.actions.is_empty());
     assert_eq!(condition(&p, "Degraded").1, "ConfigMapDiverged");
@@ -129,27 +111,23 @@ fn a_configmap_that_does_not_parse_is_rewritten() {
     let p = plan(&obs);
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(CoordinationState::new(
+        vec![write_configmap(
             0,
             Stage::Running,
             Color::Blue,
             Toggle::NotSet
-        ))]
+        )]
     );
     assert!(p.notes.iter().any(|n| n.reason == "ConfigMapRepaired"));
 }
 
 #[test]
 fn replanning_the_same_observation_is_idempotent() {
-    let obs = with_child(
-        handover(Phase::Deploying, None),
-        Color::Green,
-        Some({
-            let mut g = running("h2", 1, 0, None, 0);
-            g.job_state = Some("CREATED".into());
-            g
-        }),
-    );
+    let obs = handover(Phase::Deploying, None).green({
+        let mut g = running("h2", 1, 0, None, 0);
+        g.job_state = Some("CREATED".into());
+        g
+    });
     let p1 = plan(&obs);
     let mut again = obs;
     again.status = p1.status.clone();
@@ -254,7 +232,7 @@ fn a_blocked_handover_is_not_reported_as_idle() {
 /// Steady blue whose gates report `problem`, one of them with no coordination state.
 fn steady_blue_gates_in_trouble(problem: Option<&str>, now: &str) -> Observed {
     let mut obs = at(steady_blue("h1"), now);
-    let gates = obs.blue.as_mut().unwrap().flink.as_mut().unwrap();
+    let gates = flink_of(&mut obs, Color::Blue);
     for r in &mut gates.gates.as_mut().unwrap().reports {
         r.problem = problem.map(str::to_owned);
     }
@@ -355,20 +333,13 @@ fn a_refused_first_deployment_reaches_every_condition_whole_with_one_warning_eve
         "the job could not be submitted: {}<- java.lang.IllegalArgumentException: FileSink rolling policy DefaultRollingPolicy does not roll on every checkpoint. Use .withRollingPolicy(OnCheckpointRollingPolicy.build()), or BlueGreenSinks.rollOnCheckpoint(policy) to keep size/time rolls as well",
         "org.apache.flink.client.program.ProgramInvocationException: The main method caused an error. ".repeat(12)
     );
-    let mut obs = observed();
-    obs.status = plan(&obs).status;
-    obs.configmap = ConfigMapObs::Valid(CoordinationState::new(
-        0,
-        Stage::Initializing,
-        Color::Blue,
-        Toggle::NotSet,
-    ));
+    let obs = first_deployment_started(observed());
     let mut blue = running("h1", 0, 0, None, i64::MIN);
     blue.job_state = Some("FAILED".into());
     blue.lifecycle = Some("FAILED".into());
     blue.error = Some(refusal.clone());
     blue.flink = None;
-    let obs = with_child(obs, Color::Blue, Some(blue));
+    let obs = obs.blue(blue);
     let p = plan(&obs);
     let get = |type_: &str| cond(&p, type_);
     let degraded = get("Degraded");

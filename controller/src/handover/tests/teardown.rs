@@ -5,11 +5,8 @@ use super::*;
 
 #[test]
 fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
-    let mut obs = with_child(
-        handover(Phase::ClearToTeardown, Some(70_000)),
-        Color::Green,
-        Some(running("h2", 1, 2, None, 80_000)),
-    );
+    let mut obs =
+        handover(Phase::ClearToTeardown, Some(70_000)).green(running("h2", 1, 2, None, 80_000));
     obs.valid = valid(|s| s.coordination.deployment_deletion_delay = "30s".into());
     let delay_cm = |c: CoordinationState| CoordinationState {
         floor: None,
@@ -45,18 +42,14 @@ fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
         "the trigger is in the status written before the stop is sent"
     );
     // Blue stopped (FINISHED): now it is deleted.
-    let mut finished = with_child(
-        obs.clone(),
-        Color::Blue,
-        Some(stopped_blue(Some(SavepointObs::Completed(
-            "file:///sp/final".into(),
-        )))),
-    );
+    let mut finished = obs.clone().blue(stopped_blue(Some(SavepointObs::Completed(
+        "file:///sp/final".into(),
+    ))));
     finished.status = p.status.clone();
     let p = plan(&finished);
     assert_eq!(p.actions, vec![Action::DeleteChild(Color::Blue)]);
     // Blue gone: RUNNING green, history says Promoted.
-    let mut gone = with_child(obs, Color::Blue, None);
+    let mut gone = obs.without(Color::Blue);
     gone.status = p.status;
     let p = plan(&gone);
     assert_eq!(
@@ -81,13 +74,10 @@ fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
 
 #[test]
 fn the_plan_carries_the_finished_handover_until_its_status_is_written() {
-    let mut obs = with_child(
-        handover(Phase::TearingDown, Some(70_000)),
-        Color::Green,
-        Some(running("h2", 1, 2, None, 80_000)),
-    );
+    let mut obs =
+        handover(Phase::TearingDown, Some(70_000)).green(running("h2", 1, 2, None, 80_000));
     obs.status.active_color = Some(Color::Green);
-    let obs = with_child(obs, Color::Blue, None);
+    let obs = obs.without(Color::Blue);
     let p = plan(&obs);
     let record = p
         .finished
@@ -194,11 +184,8 @@ fn stopped_blue(stop: Option<SavepointObs>) -> crate::observed::ChildObs {
 /// Tearing down blue → green at W = 70 s, the stop of blue in `stop`, blue running with the
 /// stop's status `polled`.
 fn tearing_down(stop: OutgoingStop, polled: Option<SavepointObs>) -> Observed {
-    let mut obs = with_child(
-        handover(Phase::TearingDown, Some(70_000)),
-        Color::Green,
-        Some(running("h2", 1, 2, None, 80_000)),
-    );
+    let mut obs =
+        handover(Phase::TearingDown, Some(70_000)).green(running("h2", 1, 2, None, 80_000));
     obs.status.active_color = Some(Color::Green);
     obs.status.transition.as_mut().unwrap().stop = stop;
     if let Some(flink) = obs.blue.as_mut().and_then(|b| b.flink.as_mut()) {
@@ -315,7 +302,7 @@ fn a_failed_stop_is_retried_with_backoff_then_the_job_is_kept_and_degraded() {
     assert_eq!(p.actions, vec![Action::ClearManualAction]);
     assert_eq!(transition(&p).stop.attempts, 0);
     // A person deletes blue: the handover finishes.
-    let mut deleted = with_child(given_up, Color::Blue, None);
+    let mut deleted = given_up.without(Color::Blue);
     deleted.status.transition.as_mut().unwrap().stop.attempts = 3;
     let p = plan(&deleted);
     assert!(p.status.transition.is_none());
@@ -334,11 +321,7 @@ fn an_outgoing_job_that_already_ended_is_deleted_without_a_stop() {
 
 /// Blue FAILED for good in `phase` (after W = 70 000).
 fn failed_blue(phase: Phase) -> Observed {
-    let mut obs = with_child(
-        handover(phase, Some(70_000)),
-        Color::Green,
-        Some(running("h2", 1, 2, None, 80_000)),
-    );
+    let mut obs = handover(phase, Some(70_000)).green(running("h2", 1, 2, None, 80_000));
     let blue = obs.blue.as_mut().unwrap();
     blue.job_state = Some("FAILED".into());
     blue.lifecycle = Some("FAILED".into());
@@ -460,7 +443,7 @@ fn a_restarted_outgoing_job_is_stopped_only_after_min_ready_past_w() {
         later.actions
     );
     // Still below W after minReady (the replay has not reached it): not stopped.
-    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().gates = Some(crate::observed::GateObs {
+    flink_of(&mut obs, Color::Blue).gates = Some(crate::observed::GateObs {
         reports: vec![crate::fixtures::report(1, 2, Some(60_000), 65_000)],
         vertices: [(crate::fixtures::GATE_VERTEX.to_owned(), 1)].into(),
     });

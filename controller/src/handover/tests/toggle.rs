@@ -6,22 +6,18 @@ const MINUTE: i64 = 60_000;
 
 #[test]
 fn green_running_proposes_w_after_the_outgoing_progress() {
-    let obs = with_child(
-        handover(Phase::Deploying, None),
-        Color::Green,
-        Some(running("h2", 1, 0, None, i64::MIN)),
-    );
+    let obs = handover(Phase::Deploying, None).green(running("h2", 1, 0, None, i64::MIN));
     let p = plan(&obs);
     // Blue's gates passed up to 1_000 and its watermark is 900: W = 1_000 + 1 minute.
     let w = 1_000 + MINUTE;
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(CoordinationState::new(
+        vec![write_configmap(
             1,
             Stage::Transitioning,
             Color::Green,
             Toggle::Proposed(w)
-        ))]
+        )]
     );
     assert_eq!(
         (transition(&p).phase, transition(&p).toggle),
@@ -31,11 +27,7 @@ fn green_running_proposes_w_after_the_outgoing_progress() {
 
 #[test]
 fn an_outgoing_job_whose_inputs_are_all_idle_gets_w_at_its_progress_without_the_offset() {
-    let mut obs = with_child(
-        handover(Phase::Deploying, None),
-        Color::Green,
-        Some(running("h2", 1, 0, None, i64::MIN)),
-    );
+    let mut obs = handover(Phase::Deploying, None).green(running("h2", 1, 0, None, i64::MIN));
     // Blue passed up to 1_000; its watermark stalled at 900 with every input idle: a window
     // ending at 1_999 is still in its state, which it cannot fire (its sources are idle).
     blue_gates(&mut obs, 900, true);
@@ -60,12 +52,8 @@ fn an_outgoing_job_whose_inputs_are_all_idle_gets_w_at_its_progress_without_the_
 
 #[test]
 fn an_outgoing_job_without_gates_cannot_hand_over() {
-    let mut obs = with_child(
-        handover(Phase::Deploying, None),
-        Color::Green,
-        Some(running("h2", 1, 0, None, i64::MIN)),
-    );
-    obs.blue.as_mut().unwrap().flink.as_mut().unwrap().gates = None;
+    let mut obs = handover(Phase::Deploying, None).green(running("h2", 1, 0, None, i64::MIN));
+    flink_of(&mut obs, Color::Blue).gates = None;
     let p = plan(&obs);
     assert!(p.actions.is_empty());
     assert_eq!(condition(&p, "Progressing"), ("True", "NoGateMetrics"));
@@ -75,21 +63,11 @@ fn an_outgoing_job_without_gates_cannot_hand_over() {
 fn w_is_set_only_after_every_outgoing_gate_acknowledged_it() {
     let w = 70_000;
     let green = running("h2", 1, 0, None, i64::MIN);
-    let not_acked = with_child(
-        with_child(
-            handover(Phase::ConfirmingToggle, Some(w)),
-            Color::Green,
-            Some(green.clone()),
-        ),
-        Color::Blue,
-        Some(running("h1", 1, 0, Some(5_000), 4_000)),
-    );
+    let not_acked = handover(Phase::ConfirmingToggle, Some(w))
+        .green(green.clone())
+        .blue(running("h1", 1, 0, Some(5_000), 4_000));
     assert!(plan(&not_acked).actions.is_empty());
-    let mut acked = with_child(
-        not_acked,
-        Color::Blue,
-        Some(running("h1", 1, 1, Some(5_000), 4_000)),
-    );
+    let mut acked = not_acked.blue(running("h1", 1, 1, Some(5_000), 4_000));
     // Green has run with every task RUNNING for a minute (minReady is 10 s).
     acked.status.transition.as_mut().unwrap().incoming_ready = Some(TasksReady {
         tasks_started_at: crate::fixtures::TASKS_STARTED_AT,
@@ -98,12 +76,12 @@ fn w_is_set_only_after_every_outgoing_gate_acknowledged_it() {
     let p = plan(&acked);
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(CoordinationState::new(
+        vec![write_configmap(
             1,
             Stage::Transitioning,
             Color::Green,
             Toggle::Set(w)
-        ))]
+        )]
     );
     assert_eq!(transition(&p).phase, Phase::ToggleSet);
 }
@@ -111,15 +89,9 @@ fn w_is_set_only_after_every_outgoing_gate_acknowledged_it() {
 #[test]
 fn an_outgoing_gate_seen_earlier_in_the_handover_and_missing_now_has_not_acknowledged() {
     let w = 70_000;
-    let mut obs = with_child(
-        with_child(
-            handover(Phase::ConfirmingToggle, Some(w)),
-            Color::Green,
-            Some(running("h2", 1, 0, None, i64::MIN)),
-        ),
-        Color::Blue,
-        Some(running("h1", 1, 1, Some(5_000), 4_000)),
-    );
+    let mut obs = handover(Phase::ConfirmingToggle, Some(w))
+        .green(running("h2", 1, 0, None, i64::MIN))
+        .blue(running("h1", 1, 1, Some(5_000), 4_000));
     let t = obs.status.transition.as_mut().unwrap();
     t.incoming_ready = Some(TasksReady {
         tasks_started_at: crate::fixtures::TASKS_STARTED_AT,
@@ -169,25 +141,19 @@ fn an_outgoing_gate_seen_earlier_in_the_handover_and_missing_now_has_not_acknowl
 #[test]
 fn w_is_raised_when_an_outgoing_gate_already_passed_it() {
     let w = 70_000;
-    let obs = with_child(
-        with_child(
-            handover(Phase::ConfirmingToggle, Some(w)),
-            Color::Green,
-            Some(running("h2", 1, 0, None, i64::MIN)),
-        ),
-        Color::Blue,
-        Some(running("h1", 1, 1, Some(80_000), 4_000)),
-    );
+    let obs = handover(Phase::ConfirmingToggle, Some(w))
+        .green(running("h2", 1, 0, None, i64::MIN))
+        .blue(running("h1", 1, 1, Some(80_000), 4_000));
     let p = plan(&obs);
     let raised = 80_000 + MINUTE;
     assert_eq!(
         p.actions,
-        vec![Action::WriteConfigMap(CoordinationState::new(
+        vec![write_configmap(
             1,
             Stage::Transitioning,
             Color::Green,
             Toggle::Proposed(raised)
-        ))]
+        )]
     );
     assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
 }
@@ -198,15 +164,9 @@ fn w_is_raised_when_an_outgoing_gate_already_passed_it() {
 fn confirming(green_started: Option<i64>, seen: Option<(i64, &str)>, now: &str) -> Observed {
     let mut green = running("h2", 1, 1, None, i64::MIN);
     green.flink.as_mut().unwrap().tasks_started_at = green_started;
-    let mut obs = with_child(
-        with_child(
-            handover(Phase::ConfirmingToggle, Some(crate::fixtures::W)),
-            Color::Green,
-            Some(green),
-        ),
-        Color::Blue,
-        Some(running("h1", 1, 1, Some(5_000), 4_000)),
-    );
+    let mut obs = handover(Phase::ConfirmingToggle, Some(crate::fixtures::W))
+        .green(green)
+        .blue(running("h1", 1, 1, Some(5_000), 4_000));
     obs.status.transition.as_mut().unwrap().incoming_ready =
         seen.map(|(tasks_started_at, since)| TasksReady {
             tasks_started_at,
@@ -364,15 +324,9 @@ fn a_new_stage_with_a_stale_maximum_does_not_acknowledge_a_raised_w() {
     // W was raised from 70 s (the fixture's) to 140 s; blue's gates still report the old
     // proposal: epoch and stage are current, but the line's W and maximum are the old ones.
     let w = 140_000;
-    let obs = with_child(
-        with_child(
-            handover(Phase::ConfirmingToggle, Some(w)),
-            Color::Green,
-            Some(running("h2", 1, 0, None, i64::MIN)),
-        ),
-        Color::Blue,
-        Some(running("h1", 1, 1, Some(69_000), 60_000)),
-    );
+    let obs = handover(Phase::ConfirmingToggle, Some(w))
+        .green(running("h2", 1, 0, None, i64::MIN))
+        .blue(running("h1", 1, 1, Some(69_000), 60_000));
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
@@ -384,17 +338,10 @@ fn every_gate_subtask_must_acknowledge_and_pass_w() {
     let w = crate::fixtures::W;
     let mut blue = running("h1", 1, 1, Some(5_000), 4_000);
     // One of blue's gate subtasks has not applied the proposal yet.
-    blue.flink.as_mut().unwrap().gates.as_mut().unwrap().reports[1] =
-        crate::fixtures::report(1, 0, Some(5_000), 4_000);
-    let obs = with_child(
-        with_child(
-            handover(Phase::ConfirmingToggle, Some(w)),
-            Color::Green,
-            Some(running("h2", 1, 0, None, i64::MIN)),
-        ),
-        Color::Blue,
-        Some(blue),
-    );
+    gates_of(&mut blue).reports[1] = crate::fixtures::report(1, 0, Some(5_000), 4_000);
+    let obs = handover(Phase::ConfirmingToggle, Some(w))
+        .green(running("h2", 1, 0, None, i64::MIN))
+        .blue(blue);
     assert!(plan(&obs).actions.is_empty());
     // W set: one green subtask lags below W, so nothing is promoted; the status says which job,
     // which watermark and which W, with an event.
@@ -407,15 +354,9 @@ fn every_gate_subtask_must_acknowledge_and_pass_w() {
         .as_mut()
         .unwrap()
         .reports[0] = crate::fixtures::report(1, 2, Some(72_000), 69_500);
-    let obs = with_child(
-        with_child(
-            handover(Phase::ToggleSet, Some(w)),
-            Color::Green,
-            Some(green),
-        ),
-        Color::Blue,
-        Some(running("h1", 1, 2, Some(70_000), 71_000)),
-    );
+    let obs = handover(Phase::ToggleSet, Some(w))
+        .green(green)
+        .blue(running("h1", 1, 2, Some(70_000), 71_000));
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     let waits = &transition(&p).waiting_for_watermarks;
@@ -435,18 +376,12 @@ fn an_idle_gate_counts_as_past_w_and_the_status_says_so() {
     let w = crate::fixtures::W;
     // Blue's gate is chained into its (now idle) source: no watermark past W, but idle.
     let mut blue = running("h1", 1, 2, Some(70_000), i64::MIN);
-    for r in &mut blue.flink.as_mut().unwrap().gates.as_mut().unwrap().reports {
+    for r in &mut gates_of(&mut blue).reports {
         r.idle = true;
     }
-    let obs = with_child(
-        with_child(
-            handover(Phase::ToggleSet, Some(w)),
-            Color::Green,
-            Some(running("h2", 1, 2, Some(72_000), 70_001)),
-        ),
-        Color::Blue,
-        Some(blue),
-    );
+    let obs = handover(Phase::ToggleSet, Some(w))
+        .green(running("h2", 1, 2, Some(72_000), 70_001))
+        .blue(blue);
     let p = plan(&obs);
     assert_eq!(transition(&p).phase, Phase::ClearToTeardown);
     assert_eq!(transition(&p).past_w_by_idleness, vec![Color::Blue]);
@@ -457,18 +392,12 @@ fn an_idle_gate_counts_as_past_w_and_the_status_says_so() {
 fn gates_not_acknowledging_w_name_the_cause_they_report() {
     let problem = "state source: sidecar http://127.0.0.1:8787/v1/state: java.net.ConnectException";
     let mut blue = running("h1", 1, 0, Some(5_000), 4_000);
-    for r in &mut blue.flink.as_mut().unwrap().gates.as_mut().unwrap().reports {
+    for r in &mut gates_of(&mut blue).reports {
         r.problem = Some(problem.into());
     }
-    let obs = with_child(
-        with_child(
-            handover(Phase::ConfirmingToggle, Some(crate::fixtures::W)),
-            Color::Green,
-            Some(running("h2", 1, 0, None, i64::MIN)),
-        ),
-        Color::Blue,
-        Some(blue),
-    );
+    let obs = handover(Phase::ConfirmingToggle, Some(crate::fixtures::W))
+        .green(running("h2", 1, 0, None, i64::MIN))
+        .blue(blue);
     let waiting = plan(&obs);
     let progressing = cond(&waiting, "Progressing");
     assert_eq!(progressing.reason, "GatesNotAcknowledged");
