@@ -37,16 +37,17 @@ public final class SqlRunner {
             "                               EXECUTE STATEMENT SET BEGIN ... END; every INSERT runs in one job, gated",
             "  --color BLUE|GREEN           (default: env BLUEGREEN_COLOR, which the controller sets)",
             "  --job-name NAME              (default: bluegreen-sql <script file name> <color>)",
+            "  --var NAME=VALUE             replaces ${NAME} in the script (repeatable), e.g. a path that differs per cluster",
             "  --state-source sidecar|static-running   (default sidecar; static-running passes every record and is",
             "                               for tests only: it shows what an ungated handover writes)");
 
-    private static final Set<String> KNOWN = Set.of("script", "color", "job-name", "state-source");
+    private static final Set<String> KNOWN = Set.of("script", "color", "job-name", "state-source", "var");
 
     private SqlRunner() {}
 
     public static void main(String[] argv) throws Exception {
         Map<String, String> args = parse(argv);
-        String script = read(args.get("script"));
+        String script = substitute(read(args.get("script")), args.getOrDefault("var", ""));
         Color color = color(args.containsKey("color") ? args.get("color") : System.getenv("BLUEGREEN_COLOR"),
                 args.containsKey("color") ? "--color" : "env BLUEGREEN_COLOR");
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
@@ -74,12 +75,36 @@ public final class SqlRunner {
             if (i + 1 >= argv.length) {
                 throw new IllegalArgumentException("argument " + k + " needs a value\n" + USAGE);
             }
-            args.put(k.substring(2), argv[i + 1]);
+            String v = argv[i + 1];
+            if (k.equals("--var")) {
+                if (v.indexOf('=') <= 0) {
+                    throw new IllegalArgumentException("--var needs NAME=VALUE, got '" + v + "'\n" + USAGE);
+                }
+                args.merge("var", v, (a, b) -> a + "\n" + b);
+            } else {
+                args.put(k.substring(2), v);
+            }
         }
         if (!args.containsKey("script")) {
             throw new IllegalArgumentException("--script is required\n" + USAGE);
         }
         return args;
+    }
+
+    /** {@code script} with every {@code ${NAME}} of {@code vars} (lines NAME=VALUE) replaced; an unknown ${NAME} is an error. */
+    static String substitute(String script, String vars) {
+        String out = script;
+        for (String line : vars.split("\n")) {
+            if (!line.isEmpty()) {
+                int eq = line.indexOf('=');
+                out = out.replace("${" + line.substring(0, eq) + "}", line.substring(eq + 1));
+            }
+        }
+        java.util.regex.Matcher left = java.util.regex.Pattern.compile("\\$\\{[A-Za-z_][A-Za-z0-9_]*\\}").matcher(out);
+        if (left.find()) {
+            throw new IllegalArgumentException("the script uses " + left.group() + " but no --var sets it");
+        }
+        return out;
     }
 
     private static String read(String path) throws IOException {

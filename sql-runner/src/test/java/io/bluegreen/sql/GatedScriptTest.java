@@ -247,4 +247,13 @@ class GatedScriptTest {
         env.execute("table api");
         assertEquals(10, lines("proj").size());
     }
+
+    @Test
+    @DisplayName("script: BEGIN STATEMENT SET; ...; END; (the SQL client's form) gates every INSERT inside")
+    void clientStatementSet() throws Exception {
+        String script = source(10) + sink("a", PROJECTION_SINK) + sink("b", PROJECTION_SINK)
+                + "BEGIN STATEMENT SET;\nINSERT INTO a SELECT id, k, ts FROM events;\nINSERT INTO b SELECT id, k, ts FROM events;\nEND;";
+        List<GatedScript.Insert> inserts = build(env(1), script, running(Color.BLUE));
+        assertEquals(List.of("a", "b"), inserts.stream().map(i -> i.name).collect(Collectors.toList()));
+    }
 }
