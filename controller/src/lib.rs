@@ -13,6 +13,8 @@ pub mod conditions;
 pub mod context;
 pub mod error;
 pub mod execute;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod exercise;
 pub mod flink_rest;
 pub mod gate_rbac;
 pub mod handover;

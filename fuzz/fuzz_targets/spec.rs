@@ -9,11 +9,12 @@
 //! Checked: nothing panics; a refusal names a field of the resource (`spec.…` or
 //! `metadata.name`); an accepted spec plans a handover from a running blue job, replanned with
 //! its own status while the clock jumps ahead (up to 100 years) and the savepoints fail
-//! (`checks::exercise::drive`), without panicking: the durations, backoffs and deadlines of the
+//! (`exercise::drive`), without panicking: the durations, backoffs and deadlines of the
 //! spec meet the planner's clock arithmetic there.
 #![no_main]
 
-use bluegreen_controller::checks::{exercise, validate_resource};
+use bluegreen_controller::checks::validate_resource;
+use bluegreen_controller::exercise;
 use bluegreen_controller::resource::FlinkBlueGreenDeploymentSpec;
 use libfuzzer_sys::fuzz_target;
 

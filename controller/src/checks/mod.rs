@@ -6,8 +6,6 @@
 //! resource changes nothing that runs (the plan reports `Degraded/InvalidSpec` and a Warning
 //! event naming the field).
 
-#[cfg(any(test, feature = "fuzzing"))]
-pub mod exercise;
 pub mod schema;
 #[cfg(test)]
 mod tests;

@@ -1,8 +1,8 @@
-//! Drives the planner with a spec the checks accepted (the `spec` fuzz target,
-//! `fuzz/fuzz_targets/spec.rs`, and a unit test): a handover from a running blue job, replanned
-//! with its own status while the clock jumps ahead and the savepoints fail, so that every
-//! duration, backoff and deadline the spec gives meets the planner's clock arithmetic. Compiled
-//! for tests and with the `fuzzing` feature only.
+//! Drives the planner with a spec the checks accepted: a handover from a running blue job,
+//! replanned with its own status while the clock jumps ahead and the savepoints fail, so that
+//! every duration, backoff and deadline the spec gives meets the planner's clock arithmetic.
+//! Test-only code that the `spec` fuzz target (`fuzz/fuzz_targets/spec.rs`) needs, hence public:
+//! compiled for tests and with the `fuzzing` feature (which the fuzz crate enables) only.
 
 use bluegreen_protocol::{AppliedState, Color, CoordinationState, Stage, Toggle};
 
