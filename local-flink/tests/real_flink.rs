@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 
 use bluegreen_local_apiserver::{LocalApiServer, Options};
 use bluegreen_local_flink::DeploymentRef;
-use bluegreen_local_flink::crd::install_flink_deployment_crd;
+use bluegreen_local_flink::crd::{flink_deployment_resource, install_flink_deployment_crd};
 use bluegreen_local_flink::real::{RealFlink, RealFlinkOptions};
 use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -111,16 +111,6 @@ struct Fixture {
     _dir: Option<tempfile::TempDir>,
 }
 
-fn resource() -> ApiResource {
-    ApiResource {
-        group: "flink.apache.org".into(),
-        version: "v1beta1".into(),
-        api_version: "flink.apache.org/v1beta1".into(),
-        kind: "FlinkDeployment".into(),
-        plural: "flinkdeployments".into(),
-    }
-}
-
 async fn fixture() -> Option<Fixture> {
     let built = built()?;
     let server = LocalApiServer::start(Options::default())
@@ -139,7 +129,7 @@ async fn fixture() -> Option<Fixture> {
     let flink = RealFlink::start(server.client(), options)
         .await
         .expect("real runner");
-    let api = Api::namespaced_with(server.client(), NS, &resource());
+    let api = Api::namespaced_with(server.client(), NS, &flink_deployment_resource());
     Some(Fixture {
         server,
         flink,

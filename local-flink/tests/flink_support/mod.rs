@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bluegreen_local_apiserver::{LocalApiServer, Options};
-use bluegreen_local_flink::crd::install_flink_deployment_crd;
+use bluegreen_local_flink::crd::{flink_deployment_resource, install_flink_deployment_crd};
 use bluegreen_local_flink::ledger::SinkMode;
 use bluegreen_local_flink::{DeploymentRef, LocalFlink, LocalFlinkOptions, SimClock};
 use bluegreen_protocol::CoordinationState;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 pub const NS: &str = "default";
@@ -61,18 +61,8 @@ pub fn dref(name: &str) -> DeploymentRef {
     DeploymentRef::new(NS, name)
 }
 
-pub fn resource() -> ApiResource {
-    ApiResource {
-        group: "flink.apache.org".into(),
-        version: "v1beta1".into(),
-        api_version: "flink.apache.org/v1beta1".into(),
-        kind: "FlinkDeployment".into(),
-        plural: "flinkdeployments".into(),
-    }
-}
-
 pub fn api(client: &kube::Client) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), NS, &resource())
+    Api::namespaced_with(client.clone(), NS, &flink_deployment_resource())
 }
 
 /// A FlinkDeployment like the ones our controller writes.
