@@ -11,7 +11,7 @@
 //! unwindowed `GROUP BY` the runner must refuse.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -134,12 +134,13 @@ INSERT INTO projected SELECT {projected_select} FROM orders;
             projected = Self::uri(&self.output("projected")),
         );
         if self.version == "refused" {
-            script.push_str(&format!(
+            let _ = write!(
+                script,
                 "CREATE TABLE counts (k INT, cnt BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
 INSERT INTO counts SELECT k, COUNT(*) AS cnt FROM orders GROUP BY k;
 ",
                 Self::uri(&self.output("counts"))
-            ));
+            );
         }
         script
     }
@@ -249,7 +250,7 @@ impl InputWriter {
                 batch.sort_by_key(|r| (r.id * 7919) % 50);
                 let mut text = String::new();
                 for r in &batch {
-                    text.push_str(&format!("{},{},{}\n", r.id, r.k, r.ts));
+                    let _ = writeln!(text, "{},{},{}", r.id, r.k, r.ts);
                 }
                 // Written under a hidden name, then renamed: the source never reads a half file.
                 let hidden = dir.join(format!(".in-{file:06}.csv"));
@@ -260,7 +261,7 @@ impl InputWriter {
                 file += 1;
                 shared.lock().expect("not poisoned").extend(batch);
                 tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
                     _ = stopped.changed() => return Ok(()),
                 }
             }
@@ -420,7 +421,20 @@ pub fn judge(
             report.files += file_ledger::committed_part_files(&dir)?.len();
         }
     }
-    // projected: id,k,ts_ms,ts[,k10]
+    judge_projected(job, input, &by_id, handovers, horizon, &mut report)?;
+    judge_windows(job, input, handovers, horizon, &mut report)?;
+    Ok(report)
+}
+
+/// `projected`: `id,k,ts_ms,ts[,k10]`, each written id once, by its owner, as written.
+fn judge_projected(
+    job: &SqlJob,
+    input: &[InputRecord],
+    by_id: &HashMap<u64, InputRecord>,
+    handovers: &[(i64, Color)],
+    horizon: i64,
+    report: &mut SqlLedgerReport,
+) -> anyhow::Result<()> {
     let mut seen: HashMap<u64, u64> = HashMap::new();
     for (color, line) in committed_lines(&job.output("projected"))? {
         *report.projected.entry(color).or_default() += 1;
@@ -476,7 +490,18 @@ pub fn judge(
             report.note(format!("projected: id {} (t = {}) lost", r.id, r.ts));
         }
     }
-    // per_window: k,window_start,window_end,cnt,id_sum,window_time
+    Ok(())
+}
+
+/// `per_window`: `k,window_start,window_end,cnt,id_sum,window_time`, each closed window once, by
+/// the owner of its `window_time`, with the count and id sum of the input.
+fn judge_windows(
+    job: &SqlJob,
+    input: &[InputRecord],
+    handovers: &[(i64, Color)],
+    horizon: i64,
+    report: &mut SqlLedgerReport,
+) -> anyhow::Result<()> {
     let mut expected: BTreeMap<(u64, i64), (u64, u64)> = BTreeMap::new();
     for r in input {
         let e = expected
@@ -538,7 +563,7 @@ pub fn judge(
             report.note(format!("per_window: window ({k}, {start}) lost"));
         }
     }
-    Ok(report)
+    Ok(())
 }
 
 /// The promoted handovers of `name` (`(W, incoming color)`, in order), from its status.

@@ -108,8 +108,8 @@ async fn an_unchanged_sql_script_is_handed_over_exactly_once_and_a_refused_one_c
     );
     for color in Color::ALL {
         ensure!(
-            report.projected.get(&color).copied().unwrap_or(0) > 100
-                && report.windows.get(&color).copied().unwrap_or(0) > 10,
+            report.projected.get(color).copied().unwrap_or(0) > 100
+                && report.windows.get(color).copied().unwrap_or(0) > 10,
             "both colors wrote both tables: {report}"
         );
     }
