@@ -241,6 +241,16 @@ async fn kafka_in_kafka_out_exactly_once_through_five_real_upgrades_read_committ
     ensure!(report.total_lines() == produced, "{report}");
     ensure!(report.lines[&Color::Blue] > 1000, "{report}");
     ensure!(report.lines[&Color::Green] > 1000, "{report}");
+    // Per-color prefixes: no producer of either color was ever fenced (the shared-prefix test is
+    // the opposite case).
+    for &color in Color::ALL {
+        let fenced = log_lines(&bed, color, &FENCED)?;
+        ensure!(
+            fenced.is_empty(),
+            "{color} was fenced: {:?}",
+            fenced.first()
+        );
+    }
     bed.stack.shutdown().await;
     drop(kafka);
     Ok(())
@@ -376,6 +386,85 @@ async fn an_incoming_job_failing_before_w_is_aborted_and_nothing_of_it_is_read_c
         "an aborted record was not committed after the replay"
     );
     ensure!(raw.duplicates == aborted.len() as u64, "{raw}");
+    bed.stack.shutdown().await;
+    drop(kafka);
+    Ok(())
+}
+
+/// What a fenced Kafka producer logs (the writer's failed send, the committer's failed commit).
+const FENCED: [&str; 2] = ["ProducerFencedException", "InvalidProducerEpochException"];
+
+/// The lines of the Flink logs of `color`'s jobs (every run) that contain one of `needles`.
+fn log_lines(bed: &Bed, color: Color, needles: &[&str]) -> anyhow::Result<Vec<String>> {
+    let dir = bed
+        .output("flink")
+        .join(bluegreen_examples::NAMESPACE)
+        .join(format!("orders-{}", color.suffix()));
+    let mut out = Vec::new();
+    for run in std::fs::read_dir(&dir).with_context(|| dir.display().to_string())? {
+        let log = run?.path().join("flink.log");
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        out.extend(
+            text.lines()
+                .filter(|l| needles.iter().any(|n| l.contains(n)))
+                .map(str::to_owned),
+        );
+    }
+    Ok(out)
+}
+
+/// One prefix for both colors (`--transactional-id-prefix shared`), one upgrade 2 → 3: green's
+/// writers, restored from blue's savepoint (checkpoint N), abort the lingering transactions
+/// `orders-shared-<subtask>-<N+1…>` on start, which are blue's open ones: blue's producers are
+/// fenced and blue fails over; blue's restarted writers abort the same ids and fence green, which
+/// fails over too. The damage the test asserts: both colors fenced, and records written and
+/// aborted. What a `read_committed` consumer reads is printed: every failover restores the job's
+/// own savepoint or checkpoint and writes what was aborted again, so it read 0/0 in every run
+/// so far (docs/jvm.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_transactional_id_prefix_fences_both_colors_on_real_kafka() -> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let started = std::time::Instant::now();
+    let mut kafka = kafka_with_input().await?;
+    let stack = &bed.stack;
+    let mut job = ExampleJob::new(&bed.output("unused"));
+    job.topology = "kafka".into();
+    job.extra_args = kafka_args(&kafka, &["--transactional-id-prefix", "shared"]);
+    bed.deploy("orders", &job).await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    upgrade_step(stack, "orders", &mut job, Color::Blue, ("v2", 3, None)).await?;
+    kafka.stop_producers();
+    let horizons = kafka.end_offsets("in").await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let deadline = tokio::time::Instant::now() + UPGRADE;
+    while let Err(e) = stack.commit_active("orders").await {
+        ensure!(tokio::time::Instant::now() < deadline, "{e:#}");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    let report = read_committed_report(stack, &kafka, "orders", &horizons).await?;
+    let committed = kafka.read("out", "read_committed").await?;
+    let uncommitted = kafka.read("out", "read_uncommitted").await?;
+    let aborted = aborted_lines(&committed, &uncommitted);
+    let (blue, green) = (
+        log_lines(&bed, Color::Blue, &FENCED)?,
+        log_lines(&bed, Color::Green, &FENCED)?,
+    );
+    eprintln!(
+        "shared prefix: blue logged {} fencing lines, green {}; {} records written and aborted\n\
+         e.g. blue: {:?}\n     green: {:?}\n\
+         read_committed, every input record ({horizons:?}):\n{report}\nwhole test {:?}",
+        blue.len(),
+        green.len(),
+        aborted.len(),
+        blue.first(),
+        green.first(),
+        started.elapsed()
+    );
+    ensure!(!blue.is_empty(), "blue was not fenced");
+    ensure!(!green.is_empty(), "green was not fenced");
+    ensure!(!aborted.is_empty(), "nothing was written and aborted");
     bed.stack.shutdown().await;
     drop(kafka);
     Ok(())
