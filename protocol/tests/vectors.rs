@@ -258,13 +258,16 @@ fn configmap_cases() -> Vec<Value> {
         .collect()
 }
 
-/// ConfigMaps with several faults and the one error each must get: the first in the order of
-/// docs/protocol.md ("Which error a bad ConfigMap gets"), written out by hand.
-fn several_errors() -> Vec<(
+/// A named ConfigMap and the error kind and key it must get.
+type ErrorCase = (
     &'static str,
     BTreeMap<String, String>,
     (&'static str, &'static str),
-)> {
+);
+
+/// ConfigMaps with several faults and the one error each must get: the first in the order of
+/// docs/protocol.md ("Which error a bad ConfigMap gets"), written out by hand.
+fn several_errors() -> Vec<ErrorCase> {
     let edit = |edits: &[(&str, Option<&str>)]| {
         let mut data = valid_data();
         for (key, value) in edits {
