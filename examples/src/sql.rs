@@ -4,7 +4,7 @@
 //! input record projected exactly once, every event-time window counted exactly once, each by the
 //! color that owns its event time (the projection's `ts_ms`, the window's `window_time`).
 //!
-//! The script (v1): `orders` (`id,k,ts_ms` CSV files, watermark `ts - 30 s`, idle after 2 s) →
+//! The script (v1): `orders` (`id,k,ts_ms` CSV files, watermark `ts - 30 s`, no idle timeout) →
 //! `projected` (`id, k, ts_ms, ts`) and → `per_window` (2 s tumbling windows per key:
 //! `k, window_start, window_end, cnt, id_sum, window_time`). v2 projects one more column,
 //! `k10 = k * 10`, into a sink table with that column: a changed query. `refused` adds an
@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::{self, Write as _};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -111,7 +112,6 @@ impl SqlJob {
         let mut script = format!(
             "-- The SQL job of tests/tests/real_sql.rs ({version}), run unchanged by bluegreen-sql-runner.
 SET 'table.local-time-zone' = 'UTC';
-SET 'table.exec.source.idle-timeout' = '2 s';
 CREATE TABLE orders (
   id BIGINT, k INT, ts_ms BIGINT,
   ts AS TO_TIMESTAMP_LTZ(ts_ms, 3),
@@ -202,6 +202,7 @@ pub struct InputRecord {
 /// is kept for the ledger.
 pub struct InputWriter {
     records: Arc<Mutex<Vec<InputRecord>>>,
+    paused: Arc<AtomicBool>,
     stop: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -226,11 +227,19 @@ impl InputWriter {
         let records = Arc::new(Mutex::new(Vec::new()));
         let (stop, mut stopped) = tokio::sync::watch::channel(false);
         let (dir, shared) = (dir.to_owned(), records.clone());
+        let paused = Arc::new(AtomicBool::new(false));
+        let pause = paused.clone();
         let task = tokio::spawn(async move {
             let mut next_id = 0u64;
             let mut file = 0u64;
             let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
             loop {
+                if pause.load(Ordering::SeqCst) {
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(100)) => continue,
+                        _ = stopped.changed() => return Ok(()),
+                    }
+                }
                 let now = now_ms();
                 let mut batch: Vec<InputRecord> = (0..50)
                     .map(|i| {
@@ -268,9 +277,20 @@ impl InputWriter {
         });
         Ok(Self {
             records,
+            paused,
             stop,
             task,
         })
+    }
+
+    /// Stops writing files until [`Self::resume`].
+    pub fn pause(&self) {
+        self.paused.store(true, Ordering::SeqCst);
+    }
+
+    /// Writes files again.
+    pub fn resume(&self) {
+        self.paused.store(false, Ordering::SeqCst);
     }
 
     /// Every record written so far.
@@ -537,7 +557,7 @@ fn judge_windows(
         {
             report.wrong_value += 1;
             report.note(format!(
-                "per_window: {line:?}, the input has (count, id sum) {:?}",
+                "per_window: {line:?} by {color}, the input has (count, id sum) {:?}",
                 expected.get(&(k, start))
             ));
         }
@@ -564,6 +584,59 @@ fn judge_windows(
         }
     }
     Ok(())
+}
+
+/// Waits until the job of `name`'s `color` child runs with every task running (its sources have
+/// started), through the real runner's REST proxy.
+///
+/// # Errors
+/// When it does not within `timeout`, or the stack is not a real-Flink one.
+pub async fn wait_running(
+    stack: &LocalStack,
+    name: &str,
+    color: Color,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let real = stack
+        .real_flink
+        .as_ref()
+        .context("not a real-Flink stack")?;
+    let base = real.rest_url(&bluegreen_local_flink::DeploymentRef::new(
+        crate::NAMESPACE,
+        format!("{name}-{}", color.suffix()),
+    ));
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let running = async {
+            let jobs: Value = reqwest::get(format!("{base}/jobs")).await?.json().await?;
+            let Some(id) = jobs["jobs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|j| j["status"] == "RUNNING")
+                .and_then(|j| j["id"].as_str())
+            else {
+                return anyhow::Ok(false);
+            };
+            let job: Value = reqwest::get(format!("{base}/jobs/{id}"))
+                .await?
+                .json()
+                .await?;
+            let vertices = job["vertices"].as_array().cloned().unwrap_or_default();
+            Ok(!vertices.is_empty() && vertices.iter().all(|v| v["status"] == "RUNNING"))
+        }
+        .await
+        .unwrap_or(false);
+        if running {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "{name}-{}: no running job within {timeout:?}",
+            color.suffix()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// The promoted handovers of `name` (`(W, incoming color)`, in order), from its status.
