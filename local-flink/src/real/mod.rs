@@ -20,18 +20,16 @@ mod proxy;
 mod spec;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
-
-use tokio::task::JoinHandle;
 
 pub use spec::MAIN_CONTAINER;
 
 use self::deployment::RealDeployment;
 use self::process::JobProcess;
-use crate::{DeploymentRef, Error, shell};
+use crate::shell::Shell;
+use crate::{DeploymentRef, Error};
 
 /// Settings of a [`RealFlink`].
 #[derive(Debug, Clone)]
@@ -120,8 +118,7 @@ impl Shared {
 #[derive(Debug)]
 pub struct RealFlink {
     shared: Arc<Shared>,
-    rest_addr: SocketAddr,
-    tasks: Vec<JoinHandle<()>>,
+    shell: Shell,
 }
 
 impl RealFlink {
@@ -144,28 +141,30 @@ impl RealFlink {
             processes: Mutex::default(),
             options,
         });
-        let (rest_addr, proxy_task) =
-            proxy::serve(Arc::clone(&shared), shared.options.rest_port).await?;
-        let watch_task = tokio::spawn(shell::watch(client, shared.options.namespace.clone(), {
-            let shared = Arc::clone(&shared);
-            move |_| RealDeployment::new(Arc::clone(&shared))
-        }));
-        Ok(Self {
-            shared,
-            rest_addr,
-            tasks: vec![proxy_task, watch_task],
-        })
+        let shell = Shell::start(
+            "Flink REST proxy",
+            proxy::router(Arc::clone(&shared)),
+            shared.options.rest_port,
+            client,
+            shared.options.namespace.clone(),
+            {
+                let shared = Arc::clone(&shared);
+                move |_| RealDeployment::new(Arc::clone(&shared))
+            },
+        )
+        .await?;
+        Ok(Self { shared, shell })
     }
 
     /// The REST URL template to configure the controller with:
     /// `http://127.0.0.1:<port>/{namespace}/{name}`.
     pub fn rest_url_template(&self) -> String {
-        format!("http://{}/{{namespace}}/{{name}}", self.rest_addr)
+        self.shell.rest_url_template()
     }
 
     /// The REST base URL of one deployment (through the proxy).
     pub fn rest_url(&self, d: &DeploymentRef) -> String {
-        format!("http://{}/{}/{}", self.rest_addr, d.namespace, d.name)
+        self.shell.rest_url(d)
     }
 
     /// `http://127.0.0.1:<port>` of the deployment's sidecar, while one runs.
@@ -194,9 +193,7 @@ impl RealFlink {
 
 impl Drop for RealFlink {
     fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
+        self.shell.stop();
         let processes = std::mem::take(&mut *self.shared.processes());
         drop(processes);
     }

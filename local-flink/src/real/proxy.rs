@@ -2,7 +2,6 @@
 //! forwarded to that deployment's MiniCluster, method, query, body and status unchanged (the
 //! local stand-in for the per-deployment `{name}-rest` Service).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -12,39 +11,15 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use serde_json::json;
-use tokio::task::JoinHandle;
 
 use super::Shared;
 use crate::DeploymentRef;
-use crate::Error;
 
-/// Binds the proxy on 127.0.0.1:`port` (`0`: any free port).
-pub(crate) async fn serve(
-    shared: Arc<Shared>,
-    port: u16,
-) -> Result<(SocketAddr, JoinHandle<()>), Error> {
-    let addr = format!("127.0.0.1:{port}");
-    let listener = tokio::net::TcpListener::bind(&addr)
-        .await
-        .map_err(|source| Error::Bind {
-            server: "Flink REST proxy",
-            addr: addr.clone(),
-            source,
-        })?;
-    let local = listener.local_addr().map_err(|source| Error::Bind {
-        server: "Flink REST proxy",
-        addr,
-        source,
-    })?;
-    let app = Router::new()
+/// The proxy's route: every request under `/{namespace}/{name}/` goes to that deployment's JVM.
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
         .route("/{namespace}/{name}/{*path}", any(forward))
-        .with_state(shared);
-    let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::warn!(error = %e, "Flink REST proxy stopped");
-        }
-    });
-    Ok((local, task))
+        .with_state(shared)
 }
 
 fn unavailable(d: &DeploymentRef, why: &str) -> Response {

@@ -2,6 +2,7 @@
 //! one ([`RealFlink`](crate::real::RealFlink)) share, as the Apache operator does it for every
 //! `FlinkDeployment`.
 //!
+//! * [`Shell`]: a runner's REST endpoint (one for every deployment) and its watch.
 //! * [`watch`]: a watch of `FlinkDeployment`s that runs one actor per resource.
 //! * The actor's loop ([`actor`]): a new spec, a retry of a spec that failed, a retry of a
 //!   status write, a deletion or a wake-up of the job; then the job observes and the status is
@@ -9,12 +10,13 @@
 //! * [`status`]: the status, with the Apache operator's field names.
 
 mod actor;
+mod endpoint;
 mod status;
 mod watch;
 
 pub(crate) use actor::{Clock, Deployment, Job, WallClock};
+pub(crate) use endpoint::Shell;
 pub(crate) use status::{JmStatus, Lifecycle};
-pub(crate) use watch::watch;
 
 /// A FlinkDeployment, by namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -2,12 +2,9 @@
 //! `FlinkDeployment` (`SimDeployment`), the REST server, and what tests ask of the
 //! simulation (the clock, the jobs, the ledger, faults, settling).
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-
-use tokio::task::JoinHandle;
 
 use super::clock::SimClock;
 use super::deployment::SimDeployment;
@@ -17,7 +14,8 @@ use super::ledger::{Ledger, SinkMode};
 use super::rest;
 use super::shared::Shared;
 use super::snapshot::{Snapshot, SnapshotStore};
-use crate::{DeploymentRef, Error, shell};
+use crate::shell::Shell;
+use crate::{DeploymentRef, Error};
 
 /// Settings of a [`LocalFlink`].
 #[derive(Clone)]
@@ -71,8 +69,7 @@ impl Default for LocalFlinkOptions {
 #[derive(Debug)]
 pub struct LocalFlink {
     shared: Arc<Shared>,
-    rest_addr: SocketAddr,
-    tasks: Vec<JoinHandle<()>>,
+    shell: Shell,
 }
 
 impl LocalFlink {
@@ -91,27 +88,30 @@ impl LocalFlink {
             jobs: Mutex::default(),
             deadlines: Mutex::default(),
         });
-        let (rest_addr, rest_task) = rest::serve(Arc::clone(&shared), options.rest_port).await?;
-        let watch_task = tokio::spawn(shell::watch(client, options.namespace, {
-            let shared = Arc::clone(&shared);
-            move |_| SimDeployment::new(Arc::clone(&shared))
-        }));
-        Ok(Self {
-            shared,
-            rest_addr,
-            tasks: vec![rest_task, watch_task],
-        })
+        let shell = Shell::start(
+            "simulated Flink REST server",
+            rest::router(Arc::clone(&shared)),
+            options.rest_port,
+            client,
+            options.namespace,
+            {
+                let shared = Arc::clone(&shared);
+                move |_| SimDeployment::new(Arc::clone(&shared))
+            },
+        )
+        .await?;
+        Ok(Self { shared, shell })
     }
 
     /// The REST URL template to configure the controller with:
     /// `http://127.0.0.1:<port>/{namespace}/{name}`.
     pub fn rest_url_template(&self) -> String {
-        format!("http://{}/{{namespace}}/{{name}}", self.rest_addr)
+        self.shell.rest_url_template()
     }
 
     /// The REST base URL of one deployment.
     pub fn rest_url(&self, d: &DeploymentRef) -> String {
-        format!("http://{}/{}/{}", self.rest_addr, d.namespace, d.name)
+        self.shell.rest_url(d)
     }
 
     /// The simulation clock.
@@ -265,9 +265,7 @@ impl LocalFlink {
 impl Drop for LocalFlink {
     /// Stops the watch and the REST server and cancels every job (as [`LocalFlink::shutdown`]).
     fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
+        self.shell.stop();
         let jobs: Vec<Arc<SimJob>> = self.shared.jobs().values().flatten().cloned().collect();
         for job in jobs {
             job.cancel();

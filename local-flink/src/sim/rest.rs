@@ -2,7 +2,6 @@
 //! simulated deployment under `/{namespace}/{name}` on one server.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
@@ -12,7 +11,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use bluegreen_protocol::wire::metrics;
 use serde_json::{Value, json};
-use tokio::task::JoinHandle;
 
 use super::faults::RestFault;
 use super::job::{JobState, JobView, SavepointOp, SimJob};
@@ -20,7 +18,6 @@ use super::shared::Shared;
 use super::snapshot::{Snapshot, SnapshotKind};
 use super::source::mix;
 use crate::DeploymentRef;
-use crate::Error;
 
 /// Name of the source vertex.
 pub const SOURCE_VERTEX: &str = "Source: bluegreen-sim-source";
@@ -55,25 +52,9 @@ impl IntoResponse for RestError {
 
 type RestResult = Result<Response, RestError>;
 
-/// Binds the server and spawns it.
-pub(crate) async fn serve(
-    shared: Arc<Shared>,
-    port: u16,
-) -> Result<(SocketAddr, JoinHandle<()>), Error> {
-    let addr = format!("127.0.0.1:{port}");
-    let listener = tokio::net::TcpListener::bind(&addr)
-        .await
-        .map_err(|source| Error::Bind {
-            server: "simulated Flink REST server",
-            addr: addr.clone(),
-            source,
-        })?;
-    let bound = listener.local_addr().map_err(|source| Error::Bind {
-        server: "simulated Flink REST server",
-        addr,
-        source,
-    })?;
-    let router = Router::new()
+/// The routes of Flink's REST API, for every deployment under `/{namespace}/{name}`.
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
         .route("/{ns}/{name}/overview", get(overview))
         .route("/{ns}/{name}/jobs", get(jobs))
         .route("/{ns}/{name}/jobs/overview", get(jobs_overview))
@@ -104,13 +85,7 @@ pub(crate) async fn serve(
             "/{ns}/{name}/jobs/{jid}/vertices/{vid}/subtasks/{index}/metrics",
             get(one_subtask_metrics),
         )
-        .with_state(shared);
-    let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).await {
-            tracing::warn!(error = %e, "simulated Flink REST server stopped");
-        }
-    });
-    Ok((bound, task))
+        .with_state(shared)
 }
 
 /// Applies the deployment's REST fault, if any.
