@@ -413,16 +413,19 @@ fn log_lines(bed: &Bed, color: Color, needles: &[&str]) -> anyhow::Result<Vec<St
     Ok(out)
 }
 
-/// One prefix for both colors (`--transactional-id-prefix shared`), one upgrade 2 → 3: green's
-/// writers, restored from blue's savepoint (checkpoint N), abort the lingering transactions
+/// One prefix for both colors, one upgrade 2 → 3. `BlueGreenSinks.sinkTo` refuses such a
+/// `KafkaSink` when the job is built (`KafkaSinkCheckTest`); `--transactional-id-prefix
+/// shared-unchecked` places the gate before the unwrapped sink to show why: green's writers,
+/// restored from blue's savepoint (checkpoint N), abort the lingering transactions
 /// `orders-shared-<subtask>-<N+1…>` on start, which are blue's open ones: blue's producers are
-/// fenced and blue fails over; blue's restarted writers abort the same ids and fence green, which
-/// fails over too. The damage the test asserts: both colors fenced, and records written and
-/// aborted. What a `read_committed` consumer reads is printed: every failover restores the job's
-/// own savepoint or checkpoint and writes what was aborted again, so it read 0/0 in every run
-/// so far (docs/jvm.md).
+/// fenced and blue fails over (its restarted writers may fence green in turn: they did in the
+/// runs through the wrapper, not in the first run unwrapped). The damage the test asserts: the
+/// outgoing job fenced, and records written and aborted. What a `read_committed` consumer reads
+/// is printed: every failover restores the job's own savepoint or checkpoint and writes what was
+/// aborted again, so it read 0/0 in every run so far (docs/jvm.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_shared_transactional_id_prefix_fences_both_colors_on_real_kafka() -> anyhow::Result<()> {
+async fn a_shared_transactional_id_prefix_fences_the_outgoing_job_on_real_kafka()
+-> anyhow::Result<()> {
     let Some(bed) = Bed::start().await? else {
         return Ok(());
     };
@@ -431,7 +434,7 @@ async fn a_shared_transactional_id_prefix_fences_both_colors_on_real_kafka() -> 
     let stack = &bed.stack;
     let mut job = ExampleJob::new(&bed.output("unused"));
     job.topology = "kafka".into();
-    job.extra_args = kafka_args(&kafka, &["--transactional-id-prefix", "shared"]);
+    job.extra_args = kafka_args(&kafka, &["--transactional-id-prefix", "shared-unchecked"]);
     bed.deploy("orders", &job).await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     upgrade_step(stack, "orders", &mut job, Color::Blue, ("v2", 3, None)).await?;
@@ -463,7 +466,6 @@ async fn a_shared_transactional_id_prefix_fences_both_colors_on_real_kafka() -> 
         started.elapsed()
     );
     ensure!(!blue.is_empty(), "blue was not fenced");
-    ensure!(!green.is_empty(), "green was not fenced");
     ensure!(!aborted.is_empty(), "nothing was written and aborted");
     bed.stack.shutdown().await;
     drop(kafka);

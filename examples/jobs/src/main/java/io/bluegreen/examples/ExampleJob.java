@@ -54,8 +54,9 @@ public final class ExampleJob {
             "                   -> gate -> KafkaSink EXACTLY_ONCE (--output-topic), split = partition, offset = id",
             "  --kafka BOOTSTRAP            kafka: the brokers (watermark bound 2 * --jitter-ms, the producer's jitter)",
             "  --input-topic T, --output-topic T   kafka: the topics",
-            "  --transactional-id-prefix per-color|shared   kafka: BlueGreenSinks.transactionalIdPrefix(\"orders\", color),",
-            "        or one prefix for both colors (the defect the per-color prefix prevents; default per-color)",
+            "  --transactional-id-prefix per-color|shared|shared-unchecked   kafka: BlueGreenSinks.transactionalIdPrefix(\"orders\", color)",
+            "        (default), or one prefix for both colors: refused at job build (shared), or the gate placed before",
+            "        the unwrapped KafkaSink, unchecked (shared-unchecked: the damage the per-color prefix prevents)",
             "  --skew-b-ms N                two-sinks: branch b's event times (and watermarks) N ms ahead of a's (default 0)",
             "        windowed:  keyed, then 1 s tumbling event-time windows per key that emit their records",
             "                   when they fire, with eventTime = the window's end - 1 ms (what the gate decides by)",
@@ -159,7 +160,7 @@ public final class ExampleJob {
                     records.outOfOrdernessMs(), longArg(args, "idleness-ms", 5000));
             DataStream<String> lines = counted(events).map(new ToLine(c, version, failTrigger)).uid("to-line").name("to-line");
             KafkaShape.sink(lines, new GateProcessFunction<>(color, states), args.get("kafka"), args.get("output-topic"),
-                    KafkaShape.prefix(args.getOrDefault("transactional-id-prefix", "per-color"), color));
+                    args.getOrDefault("transactional-id-prefix", "per-color"), color);
             return "bluegreen-example kafka " + version + " " + c;
         }
         DataStream<Event> events = env.fromSource(source, watermarks, "example-source").uid("example-source");

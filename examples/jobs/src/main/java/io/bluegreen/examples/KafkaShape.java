@@ -2,6 +2,7 @@ package io.bluegreen.examples;
 
 import io.bluegreen.gate.Color;
 import io.bluegreen.gate.GateProcessFunction;
+import io.bluegreen.gate.GateSinkWrapper;
 import io.bluegreen.gate.sink.BlueGreenSinks;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -34,15 +35,21 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 final class KafkaShape {
     private KafkaShape() {}
 
-    /** The transactional id prefixes the job can use: per color (safe) or one for both (the defect). */
+    /**
+     * The transactional id prefix of {@code mode}: per color (safe), or one for both colors
+     * ({@code shared}, refused by {@link BlueGreenSinks#sinkTo} at job build; {@code
+     * shared-unchecked}, the gate placed before the unwrapped sink to show the damage).
+     */
     static String prefix(String mode, Color color) {
         switch (mode) {
             case "per-color":
                 return BlueGreenSinks.transactionalIdPrefix("orders", color);
             case "shared":
+            case "shared-unchecked":
                 return "orders-shared";
             default:
-                throw new IllegalArgumentException("--transactional-id-prefix must be per-color or shared, got '" + mode + "'");
+                throw new IllegalArgumentException(
+                        "--transactional-id-prefix must be per-color, shared or shared-unchecked, got '" + mode + "'");
         }
     }
 
@@ -63,7 +70,8 @@ final class KafkaShape {
     }
 
     static void sink(DataStream<String> lines, GateProcessFunction<String> gate, String bootstrap, String topic,
-            String transactionalIdPrefix) {
+            String prefixMode, Color color) {
+        String transactionalIdPrefix = prefix(prefixMode, color);
         Properties producer = new Properties();
         // Below the broker's transaction.max.timeout.ms (15 min by default), above a checkpoint
         // interval plus a handover.
@@ -78,7 +86,11 @@ final class KafkaShape {
                 .setTransactionalIdPrefix(transactionalIdPrefix)
                 .setKafkaProducerConfig(producer)
                 .build();
-        BlueGreenSinks.sinkTo(lines, gate, sink, "kafka-sink");
+        if (prefixMode.equals("shared-unchecked")) {
+            GateSinkWrapper.sinkTo(lines, gate, sink).uid("kafka-sink").name("kafka-sink");
+        } else {
+            BlueGreenSinks.sinkTo(lines, gate, sink, "kafka-sink");
+        }
     }
 
     /** {@code partition,id,eventTime,key} into an uncounted {@link Event}. */

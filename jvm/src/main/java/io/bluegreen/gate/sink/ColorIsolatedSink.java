@@ -78,7 +78,13 @@ public abstract class ColorIsolatedSink<T> extends DiscardingSink<T> {
         if (sink instanceof SupportsPreWriteTopology) {
             throw refused(sink, "adds a pre-write topology (SupportsPreWriteTopology); put such operators before the gate yourself");
         }
-        if (sink instanceof SupportsPostCommitTopology) {
+        boolean kafka = KafkaSinkCheck.isKafkaSink(sink);
+        if (kafka) {
+            KafkaSinkCheck.check(sink, color);
+        }
+        // KafkaSink 5.x (Flink 2.x) is a SupportsPostCommitTopology that adds no operator: it only
+        // co-locates its writer and committer, which the wrapper keeps chained.
+        if (sink instanceof SupportsPostCommitTopology && !kafka) {
             throw refused(sink, "adds a post-commit topology (SupportsPostCommitTopology), whose operators would see committables of both colors");
         }
         if (sink instanceof TransactionalIdPrefixSink) {
