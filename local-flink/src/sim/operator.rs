@@ -74,7 +74,7 @@ pub struct LocalFlink {
 
 impl LocalFlink {
     /// Starts watching `FlinkDeployment`s through `client` and serving the REST endpoint.
-    /// The FlinkDeployment CRD must be installed (see [`crd`](super::crd)).
+    /// The FlinkDeployment CRD must be installed (see [`crd`](crate::crd)).
     pub async fn start(client: kube::Client, options: LocalFlinkOptions) -> Result<Self, Error> {
         let rt = JobRuntime {
             clock: options.clock.clone(),
