@@ -11,8 +11,15 @@ use tokio::sync::mpsc;
 
 use super::DeploymentRef;
 use super::status::{StatusModel, write_status};
-use super::watch::Msg;
 use crate::Error;
+
+/// What the watch tells an actor.
+pub(super) enum Msg {
+    /// The resource as it is now.
+    Apply(Box<DynamicObject>),
+    /// The resource is gone.
+    Deleted,
+}
 
 /// A clock in milliseconds: the simulation's or the wall clock.
 pub(crate) trait Clock: Clone + Send + Sync + 'static {

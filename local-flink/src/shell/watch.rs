@@ -12,16 +12,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::DeploymentRef;
-use super::actor::{self, Deployment, Job};
+use super::actor::{self, Deployment, Job, Msg};
 use crate::crd::flink_deployment_resource;
-
-/// What the watch tells an actor.
-pub(super) enum Msg {
-    /// The resource as it is now.
-    Apply(Box<DynamicObject>),
-    /// The resource is gone.
-    Deleted,
-}
 
 /// Watches `FlinkDeployment`s through `client` (in `namespace`, or in all namespaces) and
 /// forwards their events to one actor per resource, driving the job `new_job` makes for it. The
