@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::ensure;
 use bluegreen_controller::resource::Outcome;
 use bluegreen_e2e::real::{Bed, UPGRADE};
+use bluegreen_examples::LocalStack;
 use bluegreen_examples::sql::{self, InputWriter, SqlJob};
 use bluegreen_protocol::Color;
 
@@ -37,67 +38,21 @@ fn keep(job: &SqlJob, input: &[sql::InputRecord], handovers: &[(i64, Color)]) {
     );
 }
 
-/// Records written this long ago must be in the committed output.
-const SETTLE: Duration = Duration::from_secs(15);
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unchanged_sql_script_is_handed_over_exactly_once_and_a_refused_one_changes_nothing()
--> anyhow::Result<()> {
-    let Some(bed) = Bed::start().await? else {
-        return Ok(());
-    };
-    let stack = &bed.stack;
-    let jar = sql::runner_jar(&bed.artifacts)?;
-    let mut job = SqlJob::new(&bed.output("sql"));
-    std::fs::create_dir_all(job.input())?;
-    job.write_script()?;
-    stack.create("orders-sql", job.spec(&jar)).await?;
-    stack
-        .wait_steady("orders-sql", Color::Blue, UPGRADE)
-        .await?;
-    let input = InputWriter::start(&job.input())?;
-    tokio::time::sleep(Duration::from_secs(15)).await;
-    // A parallelism change, a changed query (one more projected column), another parallelism change.
-    let mut color = Color::Blue;
-    for (version, parallelism) in [("v1", 3), ("v2", 3), ("v2", 2)] {
-        job.version = version.into();
-        job.parallelism = parallelism;
-        job.write_script()?;
-        let started = std::time::Instant::now();
-        // No input while the incoming job starts: the filesystem source reads a backlog of files
-        // in no particular order, and a backlog longer than the watermark bound (30 s) makes its
-        // older records late for the window in the incoming job (docs/sql.md, section 3). Records
-        // flow again before W is proposed, so the handover itself happens under load.
-        input.pause();
-        stack.patch_spec("orders-sql", job.template_patch()).await?;
-        color = color.other();
-        sql::wait_running(stack, "orders-sql", color, UPGRADE).await?;
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        input.resume();
-        stack.wait_steady("orders-sql", color, UPGRADE).await?;
-        eprintln!(
-            "upgrade to {color} ({version}, parallelism {parallelism}): {:?}",
-            started.elapsed()
-        );
-        let report = sql::report(stack, "orders-sql", &job, &input.records(), SETTLE).await?;
-        eprintln!("{report}");
-        if !report.is_exactly_once_by_owner() {
-            keep(
-                &job,
-                &input.records(),
-                &sql::handovers(stack, "orders-sql").await?,
-            );
-        }
-        ensure!(report.is_exactly_once_by_owner(), "{report}");
-    }
+/// An upgrade to a script with an unwindowed GROUP BY: the incoming job is refused at its start,
+/// the handover aborted with the reason, nothing written to its table, `color` still active.
+async fn refused_upgrade_changes_nothing(
+    stack: &LocalStack,
+    job: &mut SqlJob,
+    color: Color,
+) -> anyhow::Result<()> {
     // A script with an unwindowed GROUP BY: the incoming job is refused at its start, the handover
     // aborted, nothing written to its table, and the running job keeps every record.
     job.version = "refused".into();
     job.write_script()?;
-    stack.patch_spec("orders-sql", job.template_patch()).await?;
+    stack.patch_spec(NAME, job.template_patch()).await?;
     let fbgd = stack
         .wait_for(
-            "orders-sql",
+            NAME,
             UPGRADE,
             "the refused script's aborted handover",
             |f| {
@@ -128,12 +83,66 @@ async fn an_unchanged_sql_script_is_handed_over_exactly_once_and_a_refused_one_c
         sql::committed_lines(&job.output("counts"))?.is_empty(),
         "nothing may be written by the refused script"
     );
+    Ok(())
+}
+
+/// The resource's name.
+const NAME: &str = "orders-sql";
+
+/// Records written this long ago must be in the committed output.
+const SETTLE: Duration = Duration::from_secs(15);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unchanged_sql_script_is_handed_over_exactly_once_and_a_refused_one_changes_nothing()
+-> anyhow::Result<()> {
+    let Some(bed) = Bed::start().await? else {
+        return Ok(());
+    };
+    let stack = &bed.stack;
+    let jar = sql::runner_jar(&bed.artifacts)?;
+    let mut job = SqlJob::new(&bed.output("sql"));
+    std::fs::create_dir_all(job.input())?;
+    job.write_script()?;
+    stack.create(NAME, job.spec(&jar)).await?;
+    stack.wait_steady(NAME, Color::Blue, UPGRADE).await?;
+    let input = InputWriter::start(&job.input())?;
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    // A parallelism change, a changed query (one more projected column), another parallelism change.
+    let mut color = Color::Blue;
+    for (version, parallelism) in [("v1", 3), ("v2", 3), ("v2", 2)] {
+        job.version = version.into();
+        job.parallelism = parallelism;
+        job.write_script()?;
+        let started = std::time::Instant::now();
+        // No input while the incoming job starts: the filesystem source reads a backlog of files
+        // in no particular order, and a backlog longer than the watermark bound (30 s) makes its
+        // older records late for the window in the incoming job (docs/sql.md, section 3). Records
+        // flow again before W is proposed, so the handover itself happens under load.
+        input.pause();
+        stack.patch_spec(NAME, job.template_patch()).await?;
+        color = color.other();
+        sql::wait_running(stack, NAME, color, UPGRADE).await?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        input.resume();
+        stack.wait_steady(NAME, color, UPGRADE).await?;
+        eprintln!(
+            "upgrade to {color} ({version}, parallelism {parallelism}): {:?}",
+            started.elapsed()
+        );
+        let report = sql::report(stack, NAME, &job, &input.records(), SETTLE).await?;
+        eprintln!("{report}");
+        if !report.is_exactly_once_by_owner() {
+            keep(&job, &input.records(), &sql::handovers(stack, NAME).await?);
+        }
+        ensure!(report.is_exactly_once_by_owner(), "{report}");
+    }
+    refused_upgrade_changes_nothing(stack, &mut job, color).await?;
     let records = input.stop().await?;
     tokio::time::sleep(Duration::from_secs(8)).await;
     // Every record written, and every window the watermark has closed, exactly once.
     let last = records.iter().map(|r| r.ts).max().unwrap_or(0);
-    stack.commit_active("orders-sql").await?;
-    let handovers = sql::handovers(stack, "orders-sql").await?;
+    stack.commit_active(NAME).await?;
+    let handovers = sql::handovers(stack, NAME).await?;
     let report = sql::judge(&job, &records, &handovers, last)?;
     eprintln!("final: {} records written; {report}", records.len());
     ensure!(report.is_exactly_once_by_owner(), "{report}");
@@ -213,19 +222,17 @@ async fn the_sql_ledger_catches_a_handover_with_misconfigured_gates() -> anyhow:
     let mut job = SqlJob::new(&bed.output("sql"));
     std::fs::create_dir_all(job.input())?;
     job.write_script()?;
-    stack.create("orders-sql", job.spec(&jar)).await?;
-    stack
-        .wait_steady("orders-sql", Color::Blue, UPGRADE)
-        .await?;
+    stack.create(NAME, job.spec(&jar)).await?;
+    stack.wait_steady(NAME, Color::Blue, UPGRADE).await?;
     let input = InputWriter::start(&job.input())?;
     tokio::time::sleep(Duration::from_secs(20)).await;
     job.parallelism = 3;
     job.extra_args = vec!["--color".into(), "BLUE".into()];
-    stack.patch_spec("orders-sql", job.template_patch()).await?;
-    let steady = stack.wait_steady("orders-sql", Color::Green, UPGRADE).await;
+    stack.patch_spec(NAME, job.template_patch()).await?;
+    let steady = stack.wait_steady(NAME, Color::Green, UPGRADE).await;
     eprintln!("misconfigured handover: {steady:?}");
     tokio::time::sleep(Duration::from_secs(20)).await;
-    let report = sql::report(stack, "orders-sql", &job, &input.records(), SETTLE).await?;
+    let report = sql::report(stack, NAME, &job, &input.records(), SETTLE).await?;
     eprintln!("{report}");
     ensure!(
         !report.is_exactly_once_by_owner() && report.duplicates + report.losses > 0,
