@@ -691,7 +691,8 @@ pub struct TransitionRecord {
     pub from: Option<Color>,
     /// Incoming color.
     pub to: Color,
-    /// W, if it was set.
+    /// W: the one set (`Promoted`), or the one proposed when the handover was aborted before W
+    /// was set; absent if none was proposed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toggle: Option<i64>,
     /// How it ended.

@@ -34,6 +34,9 @@ struct Args {
     /// The checkpoint interval of both jobs (the FileSink commits on checkpoints), ms.
     #[arg(long, default_value_t = 2_000)]
     checkpoint_ms: u64,
+    /// The handover's `coordination.minReady` (the CRD's default is 10s).
+    #[arg(long, default_value = "10s")]
+    min_ready: String,
     /// The cargo profile whose sidecar to run (`debug` or `release`).
     #[arg(long, default_value = "debug")]
     profile: String,
@@ -53,6 +56,11 @@ struct Run {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    ensure!(
+        args.steady_s > 10,
+        "--steady-s {} is too short: the steady state leaves out its first 10 s (the job's start); give at least 11",
+        args.steady_s
+    );
     ensure!(
         java_available(),
         "no `java` on the PATH: the bench runs real Flink"
@@ -81,23 +89,20 @@ fn job(output: &Path) -> ExampleJob {
 }
 
 /// The job's resource spec with the bench's checkpoint interval.
-fn bench_spec(job: &ExampleJob, jar: &Path, checkpoint_ms: u64) -> FlinkBlueGreenDeploymentSpec {
+fn bench_spec(job: &ExampleJob, jar: &Path, args: &Args) -> FlinkBlueGreenDeploymentSpec {
     let mut spec = job.spec(jar);
     spec.template.spec.flink_configuration.insert(
         "execution.checkpointing.interval".into(),
-        format!("{checkpoint_ms}ms"),
+        format!("{}ms", args.checkpoint_ms),
     );
+    spec.coordination.min_ready.clone_from(&args.min_ready);
     spec
 }
 
 /// The job's FlinkDeployment spec as JSON, with the bench's checkpoint interval.
-fn child_spec(
-    job: &ExampleJob,
-    jar: &Path,
-    checkpoint_ms: u64,
-) -> anyhow::Result<serde_json::Value> {
+fn child_spec(job: &ExampleJob, jar: &Path, args: &Args) -> anyhow::Result<serde_json::Value> {
     Ok(serde_json::to_value(
-        bench_spec(job, jar, checkpoint_ms).template.spec,
+        bench_spec(job, jar, args).template.spec,
     )?)
 }
 
@@ -119,7 +124,7 @@ async fn in_place(
     job.extra_args
         .extend(["--color", "BLUE", "--state-source", "static-running"].map(str::to_owned));
     let mut object = DynamicObject::new("inplace", &flink_deployment_resource()).within(NAMESPACE);
-    object.data = json!({"spec": child_spec(&job, &artifacts.job_jar, args.checkpoint_ms)?});
+    object.data = json!({"spec": child_spec(&job, &artifacts.job_jar, args)?});
     api.create(&PostParams::default(), &object).await?;
     let first = wait_job(&api, "inplace", None).await?;
     let mut watcher = Watcher::default();
@@ -127,7 +132,7 @@ async fn in_place(
         tokio::time::sleep(Duration::from_secs(args.steady_s)).await;
         let start = now_ms();
         job.version = "v2".into();
-        let patch = json!({"spec": child_spec(&job, &artifacts.job_jar, args.checkpoint_ms)?});
+        let patch = json!({"spec": child_spec(&job, &artifacts.job_jar, args)?});
         api.patch("inplace", &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
         wait_job(&api, "inplace", Some(&first)).await?;
@@ -156,10 +161,7 @@ async fn handover(
 ) -> anyhow::Result<Run> {
     let mut job = job(output);
     stack
-        .create(
-            "handover",
-            bench_spec(&job, &artifacts.job_jar, args.checkpoint_ms),
-        )
+        .create("handover", bench_spec(&job, &artifacts.job_jar, args))
         .await?;
     stack
         .wait_steady("handover", Color::Blue, Duration::from_mins(3))
@@ -282,8 +284,8 @@ fn ms(v: Option<i64>) -> String {
 
 fn print(args: &Args, runs: &[Run]) {
     println!(
-        "checkpoint interval {} ms, 4 splits x 50 records/s, steady {} s, after {} s",
-        args.checkpoint_ms, args.steady_s, args.after_s
+        "checkpoint interval {} ms, minReady {}, 4 splits x 50 records/s, steady {} s, after {} s",
+        args.checkpoint_ms, args.min_ready, args.steady_s, args.after_s
     );
     println!(
         "{:<36} {:>8} | {:>7} {:>7} {:>7} {:>8} | {:>7} {:>7} {:>7} {:>8}",

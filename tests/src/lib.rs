@@ -21,8 +21,8 @@ use tokio::sync::watch;
 pub const WAIT: Duration = Duration::from_mins(1);
 
 /// A simulated stack with its controller, running the deployment `orders` (v1, parallelism 2)
-/// steady on blue; a handover gives up after 3 s of an incoming job not running and retries a
-/// savepoint after 100 ms.
+/// steady on blue; a handover gives up after 4 s of an incoming job not running its `minReady`
+/// (1 s) and retries a savepoint after 100 ms.
 ///
 /// # Errors
 /// When the stack does not start or `orders` is not steady on blue within [`WAIT`].
@@ -30,7 +30,7 @@ pub async fn running_blue() -> anyhow::Result<LocalStack> {
     let mut stack = LocalStack::start(StackOptions::default()).await?;
     stack.start_controller();
     let mut spec = orders_job("v1", 2);
-    spec.coordination.abort_grace_period = "3s".into();
+    spec.coordination.abort_grace_period = "4s".into();
     spec.coordination.savepoint.backoff = "100ms".into();
     stack.create("orders", spec).await?;
     stack.wait_steady("orders", Color::Blue, WAIT).await?;

@@ -27,7 +27,9 @@ async fn crash_in(phase: Phase, slow: Slow, abort: bool) -> anyhow::Result<()> {
     let mut stack = LocalStack::start(StackOptions::default()).await?;
     stack.start_controller();
     let mut spec = orders_job("v1", 2);
-    spec.coordination.abort_grace_period = "2s".into();
+    // A grace that a loaded machine cannot exceed by accident (green runs `minReady` before W is
+    // proposed, within the grace of one phase), but 2 s where the handover is to be aborted.
+    spec.coordination.abort_grace_period = if abort { "2s" } else { "1m" }.into();
     stack.create("orders", spec).await?;
     stack.wait_steady("orders", Color::Blue, WAIT).await?;
     let green = DeploymentRef::new(NAMESPACE, "orders-green");

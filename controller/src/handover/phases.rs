@@ -282,8 +282,26 @@ impl Planner<'_> {
             );
             return;
         }
-        // The wait for `minReady` starts here and overlaps the gates' acknowledgement.
-        self.incoming_readiness(&incoming);
+        // W is proposed only once the incoming job has run `minReady`: from the proposal on, the
+        // outgoing job holds every record above W (and the incoming job everything) until W is
+        // set, so a wait for `minReady` after it would be output latency users feel.
+        let ready_for = self.incoming_readiness(&incoming);
+        if ready_for.is_none_or(|d| d < settings.min_ready) {
+            let seen = ready_for.map_or_else(
+                || "not RUNNING with every task now".to_owned(),
+                |d| format!("{:.1}s", d.as_secs_f64()),
+            );
+            self.wait_or_abort(
+                settings,
+                &t,
+                Reason::IncomingNotReady,
+                &format!(
+                    "waiting for the incoming job to run {:?} with every task RUNNING and no restart before W is proposed (so far: {seen})",
+                    settings.min_ready
+                ),
+            );
+            return;
+        }
         let Some(gates) = outgoing.flink.as_ref().and_then(|f| f.gates.clone()) else {
             self.wait_or_abort(settings, &t, Reason::NoGateMetrics, "the outgoing job reports no bluegreen gate metrics: is a GateProcessFunction in the pipeline?");
             return;

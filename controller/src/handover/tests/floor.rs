@@ -49,7 +49,7 @@ fn the_floor_is_carried_through_the_next_handover_and_w_is_proposed_above_it() {
     deploying.configmap = ConfigMapObs::Valid(
         crate::handover::desired_configmap(&deploying.status, &deploying).expect("desired"),
     );
-    let deploying = deploying.blue(running("h3", 2, 0, None, i64::MIN));
+    let deploying = ready_for_a_minute(deploying.blue(running("h3", 2, 0, None, i64::MIN)));
     let p = plan(&deploying);
     assert_eq!(transition(&p).toggle, Some(70_001), "W >= F + 1");
     assert_eq!(

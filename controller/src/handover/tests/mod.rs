@@ -139,6 +139,19 @@ fn handover(phase: Phase, toggle: Option<i64>) -> Observed {
     obs
 }
 
+/// The incoming job has run with every task RUNNING for a minute (minReady is 10 s).
+fn ready_for_a_minute(mut obs: Observed) -> Observed {
+    obs.status
+        .transition
+        .as_mut()
+        .expect("handover")
+        .incoming_ready = Some(TasksReady {
+        tasks_started_at: crate::fixtures::TASKS_STARTED_AT,
+        since: time("2025-12-31T23:59:00Z"),
+    });
+    obs
+}
+
 fn transition(plan: &super::Plan) -> &Transition {
     plan.status.transition.as_ref().expect("transition")
 }

@@ -6,7 +6,13 @@ const MINUTE: i64 = 60_000;
 
 #[test]
 fn green_running_proposes_w_after_the_outgoing_progress() {
-    let obs = handover(Phase::Deploying, None).green(running("h2", 1, 0, None, i64::MIN));
+    let obs = ready_for_a_minute(handover(Phase::Deploying, None).green(running(
+        "h2",
+        1,
+        0,
+        None,
+        i64::MIN,
+    )));
     let p = plan(&obs);
     // Blue's gates passed up to 1_000 and its watermark is 900: W = 1_000 + 1 minute.
     let w = 1_000 + MINUTE;
@@ -25,9 +31,75 @@ fn green_running_proposes_w_after_the_outgoing_progress() {
     );
 }
 
+/// The defect `scripts/bench upgrade` showed: W was proposed when green first ran, so with the
+/// default `minReady` (10 s) blue held every record above W, and green everything, for about
+/// 10 s: the handover's worst output latency was 13.5 s against 7.4 s for an in-place upgrade.
+/// W is proposed only once green has run `minReady`.
+#[test]
+fn w_is_proposed_only_once_the_incoming_job_has_run_min_ready() {
+    let deploying = |seen: Option<&str>, now: &str| {
+        let mut obs = handover(Phase::Deploying, None).green(running("h2", 1, 0, None, i64::MIN));
+        obs.status.transition.as_mut().unwrap().incoming_ready = seen.map(|since| TasksReady {
+            tasks_started_at: crate::fixtures::TASKS_STARTED_AT,
+            since: time(since),
+        });
+        at(obs, now)
+    };
+    // First seen with every task RUNNING: the wait starts, nothing is written to the ConfigMap.
+    let p = plan(&deploying(None, "2026-01-01T00:00:05Z"));
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(
+        (transition(&p).phase, transition(&p).toggle),
+        (Phase::Deploying, None)
+    );
+    assert_eq!(
+        transition(&p)
+            .incoming_ready
+            .as_ref()
+            .map(|r| r.since.clone()),
+        Some(time("2026-01-01T00:00:05Z"))
+    );
+    let (status, reason, message) = condition_message(&p, "Progressing");
+    assert_eq!((status, reason), ("True", "IncomingNotReady"));
+    assert!(message.contains("before W is proposed"), "{message}");
+    // 9.9 s later: still waiting.
+    let p = plan(&deploying(
+        Some("2026-01-01T00:00:05Z"),
+        "2026-01-01T00:00:14.9Z",
+    ));
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    // 10 s: W is proposed, and set as soon as blue's gates acknowledge it (below).
+    let p = plan(&deploying(
+        Some("2026-01-01T00:00:05Z"),
+        "2026-01-01T00:00:15Z",
+    ));
+    assert_eq!(
+        p.actions,
+        vec![write_configmap(
+            1,
+            Stage::Transitioning,
+            Color::Green,
+            Toggle::Proposed(1_000 + MINUTE)
+        )]
+    );
+    // A restart of green while waiting starts the wait again, before any W.
+    let mut restarted = deploying(Some("2026-01-01T00:00:05Z"), "2026-01-01T00:00:15Z");
+    flink_of(&mut restarted, Color::Green).tasks_started_at =
+        Some(crate::fixtures::TASKS_STARTED_AT + 1);
+    let p = plan(&restarted);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(condition(&p, "Progressing"), ("True", "IncomingNotReady"));
+}
+
 #[test]
 fn an_outgoing_job_whose_inputs_are_all_idle_gets_w_at_its_progress_without_the_offset() {
-    let mut obs = handover(Phase::Deploying, None).green(running("h2", 1, 0, None, i64::MIN));
+    let mut obs = ready_for_a_minute(handover(Phase::Deploying, None).green(running(
+        "h2",
+        1,
+        0,
+        None,
+        i64::MIN,
+    )));
     // Blue passed up to 1_000; its watermark stalled at 900 with every input idle: a window
     // ending at 1_999 is still in its state, which it cannot fire (its sources are idle).
     blue_gates(&mut obs, 900, true);
@@ -52,7 +124,13 @@ fn an_outgoing_job_whose_inputs_are_all_idle_gets_w_at_its_progress_without_the_
 
 #[test]
 fn an_outgoing_job_without_gates_cannot_hand_over() {
-    let mut obs = handover(Phase::Deploying, None).green(running("h2", 1, 0, None, i64::MIN));
+    let mut obs = ready_for_a_minute(handover(Phase::Deploying, None).green(running(
+        "h2",
+        1,
+        0,
+        None,
+        i64::MIN,
+    )));
     flink_of(&mut obs, Color::Blue).gates = None;
     let p = plan(&obs);
     assert!(p.actions.is_empty());
@@ -67,12 +145,7 @@ fn w_is_set_only_after_every_outgoing_gate_acknowledged_it() {
         .green(green.clone())
         .blue(running("h1", 1, 0, Some(5_000), 4_000));
     assert!(plan(&not_acked).actions.is_empty());
-    let mut acked = not_acked.blue(running("h1", 1, 1, Some(5_000), 4_000));
-    // Green has run with every task RUNNING for a minute (minReady is 10 s).
-    acked.status.transition.as_mut().unwrap().incoming_ready = Some(TasksReady {
-        tasks_started_at: crate::fixtures::TASKS_STARTED_AT,
-        since: time("2025-12-31T23:59:00Z"),
-    });
+    let acked = ready_for_a_minute(not_acked.blue(running("h1", 1, 1, Some(5_000), 4_000)));
     let p = plan(&acked);
     assert_eq!(
         p.actions,
