@@ -1,6 +1,7 @@
 //! Builders of test objects, and scenario steps on an observation that read left to right:
 //! `observed().blue(running(..)).green(running(..))`.
 
+use bluegreen_protocol::flink::{JobStatus, LifecycleState};
 use bluegreen_protocol::{AppliedState, Color, GateReport, Stage, Toggle};
 
 use crate::checks::{ValidSpec, validate_spec};
@@ -97,8 +98,8 @@ pub fn running(hash: &str, epoch: u64, stage: u8, max_passed: Option<i64>, wm: i
     ChildObs {
         template_hash: Some(hash.into()),
         deleting: false,
-        lifecycle: Some("STABLE".into()),
-        job_state: Some("RUNNING".into()),
+        lifecycle: Some(LifecycleState::Stable.into()),
+        job_state: Some(JobStatus::Running.into()),
         job_id: Some("job".into()),
         error: None,
         spec_job_state: Some(JobState::Running),

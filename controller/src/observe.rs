@@ -1,6 +1,7 @@
 //! Gathers what `plan` and `plan_cleanup` need: the children, the ConfigMap and Flink's REST API
 //! (I/O only).
 
+use bluegreen_protocol::flink::{JobStatus, LifecycleState, ReconciliationState, Reported};
 use bluegreen_protocol::{Color, CoordinationState, configmap_name};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
@@ -226,7 +227,7 @@ fn child_obs(child: &DynamicObject) -> Result<ChildObs> {
         || status
             .reconciliation_status
             .and_then(|r| r.state)
-            .is_some_and(|s| s == "UPGRADING");
+            .is_some_and(|s| s.is(ReconciliationState::Upgrading));
     Ok(ChildObs {
         template_hash: child.annotations().get(ANNOTATION_TEMPLATE_HASH).cloned(),
         deleting: child.metadata.deletion_timestamp.is_some(),
@@ -254,7 +255,7 @@ fn typed<T: DeserializeOwned + Default>(value: Option<&Value>) -> Result<T> {
 #[serde(rename_all = "camelCase")]
 struct ChildStatus {
     #[serde(default)]
-    lifecycle_state: Option<String>,
+    lifecycle_state: Option<Reported<LifecycleState>>,
     #[serde(default)]
     job_status: Option<ChildJobStatus>,
     #[serde(default)]
@@ -268,9 +269,8 @@ struct ChildStatus {
 /// `status.reconciliationStatus` of a FlinkDeployment.
 #[derive(Deserialize, Default)]
 struct ReconciliationStatus {
-    /// DEPLOYED, UPGRADING, ROLLING_BACK, ROLLED_BACK.
     #[serde(default)]
-    state: Option<String>,
+    state: Option<Reported<ReconciliationState>>,
 }
 
 /// `status.jobStatus` of a FlinkDeployment.
@@ -278,7 +278,7 @@ struct ReconciliationStatus {
 #[serde(rename_all = "camelCase")]
 struct ChildJobStatus {
     #[serde(default)]
-    state: Option<String>,
+    state: Option<Reported<JobStatus>>,
     #[serde(default)]
     job_id: Option<String>,
 }
@@ -301,6 +301,7 @@ struct ChildJob {
 
 #[cfg(test)]
 mod tests {
+    use bluegreen_protocol::flink::{JobStatus, LifecycleState};
     use kube::api::DynamicObject;
     use serde_json::json;
 
@@ -332,8 +333,8 @@ mod tests {
         })))
         .expect("the operator's shape");
         assert_eq!(obs.template_hash.as_deref(), Some("h1"));
-        assert_eq!(obs.lifecycle.as_deref(), Some("STABLE"));
-        assert_eq!(obs.job_state.as_deref(), Some("RUNNING"));
+        assert_eq!(obs.lifecycle, Some(LifecycleState::Stable.into()));
+        assert_eq!(obs.job_state, Some(JobStatus::Running.into()));
         assert_eq!(obs.job_id.as_deref(), Some("j1"));
         assert_eq!(obs.spec_job_state, Some(JobState::Running));
         assert!(obs.running());

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use bluegreen_protocol::flink::{JobStatus, LifecycleState, Reported};
 use bluegreen_protocol::{Color, CoordinationState, GateReport};
 use jiff::Timestamp;
 
@@ -78,10 +79,10 @@ pub struct ChildObs {
     pub template_hash: Option<String>,
     /// `metadata.deletionTimestamp` is set.
     pub deleting: bool,
-    /// `status.lifecycleState` (CREATED, DEPLOYED, STABLE, FAILED, SUSPENDED, ...).
-    pub lifecycle: Option<String>,
-    /// `status.jobStatus.state` (CREATED, RUNNING, FAILING, FAILED, ...).
-    pub job_state: Option<String>,
+    /// `status.lifecycleState`.
+    pub lifecycle: Option<Reported<LifecycleState>>,
+    /// `status.jobStatus.state`.
+    pub job_state: Option<Reported<JobStatus>>,
     /// `status.jobStatus.jobId`.
     pub job_id: Option<String>,
     /// `status.error`.
@@ -101,7 +102,11 @@ pub struct ChildObs {
 impl ChildObs {
     /// The job is running (Apache operator's view) and not being deleted.
     pub fn running(&self) -> bool {
-        !self.deleting && self.job_state.as_deref() == Some("RUNNING")
+        !self.deleting
+            && self
+                .job_state
+                .as_ref()
+                .is_some_and(|s| s.is(JobStatus::Running))
     }
 
     /// The job has ended without failing, or is suspended, so it holds no uncommitted output:
@@ -110,14 +115,23 @@ impl ChildObs {
     pub fn holds_no_output(&self) -> bool {
         !self.failed()
             && (matches!(
-                self.job_state.as_deref(),
-                Some("FINISHED" | "CANCELED" | "SUSPENDED")
-            ) || self.lifecycle.as_deref() == Some("SUSPENDED"))
+                self.job_state.as_ref().and_then(Reported::known),
+                Some(JobStatus::Finished | JobStatus::Canceled | JobStatus::Suspended)
+            ) || self
+                .lifecycle
+                .as_ref()
+                .is_some_and(|l| l.is(LifecycleState::Suspended)))
     }
 
     /// The job failed for good (restart strategy exhausted or deployment error).
     pub fn failed(&self) -> bool {
-        self.job_state.as_deref() == Some("FAILED") || self.lifecycle.as_deref() == Some("FAILED")
+        self.job_state
+            .as_ref()
+            .is_some_and(|s| s.is(JobStatus::Failed))
+            || self
+                .lifecycle
+                .as_ref()
+                .is_some_and(|l| l.is(LifecycleState::Failed))
     }
 }
 

@@ -16,6 +16,7 @@ use bluegreen_local_flink::DeploymentRef;
 use bluegreen_local_flink::file_ledger::{self, Expectation, FileLedgerReport};
 use bluegreen_local_flink::real::RealFlinkOptions;
 use bluegreen_protocol::Color;
+use bluegreen_protocol::flink::JobStatus;
 use serde_json::{Value, json};
 
 use crate::{LocalStack, NAMESPACE};
@@ -253,7 +254,7 @@ impl LocalStack {
             .as_array()
             .into_iter()
             .flatten()
-            .find(|j| j["status"] == "RUNNING")
+            .find(|j| j["status"] == JobStatus::Running.as_str())
             .and_then(|j| j["id"].as_str())
             .with_context(|| format!("no RUNNING job at {base}/jobs: {jobs}"))?
             .to_owned();

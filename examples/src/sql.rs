@@ -22,6 +22,7 @@ use anyhow::Context as _;
 use bluegreen_controller::resource::{FlinkBlueGreenDeploymentSpec, Outcome};
 use bluegreen_local_flink::file_ledger;
 use bluegreen_protocol::Color;
+use bluegreen_protocol::flink::JobStatus;
 use serde_json::{Value, json};
 
 use crate::LocalStack;
@@ -613,7 +614,7 @@ pub async fn wait_running(
                 .as_array()
                 .into_iter()
                 .flatten()
-                .find(|j| j["status"] == "RUNNING")
+                .find(|j| j["status"] == JobStatus::Running.as_str())
                 .and_then(|j| j["id"].as_str())
             else {
                 return anyhow::Ok(false);

@@ -16,6 +16,7 @@ use bluegreen_examples::real::{Artifacts, ExampleJob, java_available};
 use bluegreen_examples::visibility::{Summary, Watcher, now_ms};
 use bluegreen_examples::{LocalStack, NAMESPACE};
 use bluegreen_protocol::Color;
+use bluegreen_protocol::flink::JobStatus;
 use clap::Parser;
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
@@ -241,7 +242,7 @@ async fn wait_job(
     loop {
         let object = api.get(name).await?;
         let status = &object.data["status"]["jobStatus"];
-        if status["state"] == "RUNNING"
+        if status["state"] == JobStatus::Running.as_str()
             && let Some(id) = status["jobId"].as_str()
             && Some(id) != previous
         {

@@ -5,6 +5,7 @@
 //! - [`decide`] / [`Rule`]: the gate's per-record rule (pass, drop or hold).
 //! - [`check_transition`]: which updates of the state are legal.
 //! - [`GateReport`]: a gate's acknowledgement, the value of its `bluegreenGateAppliedState` gauge.
+//! - [`flink`]: the job, lifecycle and reconciliation states Flink and its operator report.
 //! - [`wire`]: the Flink configuration keys, environment variables, metric names and the
 //!   `FlinkDeployment` resource that the controller, the gates and the Java library share.
 //!
@@ -12,13 +13,15 @@
 //! `docs/protocol.md`; the JSON vectors under `protocol/vectors/` pin it for other languages.
 #![forbid(unsafe_code)]
 
+#[macro_use]
+mod vocabulary;
 mod decide;
 mod error;
+pub mod flink;
 pub mod keys;
 mod report;
 mod state;
 mod transition;
-mod vocabulary;
 pub mod wire;
 
 pub use decide::{Decision, Rule, decide};

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use bluegreen_protocol::flink::{JobStatus, LifecycleState};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -12,23 +13,8 @@ use super::Shared;
 use super::flink_rest::{CompletedCheckpoint, FlinkRest};
 use super::process::{JobProcess, Launch, next_run};
 use super::spec::{DeploymentSpec, JobSpec, JobStateSpec, UpgradeMode, deployable};
-use crate::shell::{Clock, Deployment, JmStatus, Job, Lifecycle, WallClock};
+use crate::shell::{Clock, Deployment, JmStatus, Job, WallClock};
 use crate::{DeploymentRef, Error};
-
-/// Flink's job states (`JobStatus`), as the status's `jobStatus.state`.
-const JOB_STATES: [&str; 11] = [
-    "INITIALIZING",
-    "CREATED",
-    "RUNNING",
-    "FAILING",
-    "FAILED",
-    "CANCELLING",
-    "CANCELED",
-    "FINISHED",
-    "RESTARTING",
-    "SUSPENDED",
-    "RECONCILING",
-];
 
 /// The real job of one deployment: its processes and what the next run restores.
 pub(super) struct RealDeployment {
@@ -68,12 +54,10 @@ fn summarize_trace(trace: &str) -> String {
     }
 }
 
-fn job_state(state: &str) -> &'static str {
-    JOB_STATES
-        .iter()
-        .find(|s| **s == state)
-        .copied()
-        .unwrap_or("RECONCILING")
+/// The status's `jobStatus.state` for the state Flink's REST API reported; `RECONCILING` for a
+/// spelling Flink's `JobStatus` lacks.
+fn job_state(state: &str) -> JobStatus {
+    state.parse().unwrap_or(JobStatus::Reconciling)
 }
 
 impl Job for RealDeployment {
@@ -142,7 +126,7 @@ impl Job for RealDeployment {
             return Ok(());
         }
         let before = d.status.lifecycle;
-        d.status.lifecycle = Lifecycle::Upgrading;
+        d.status.lifecycle = LifecycleState::Upgrading;
         d.status.upgrading = true;
         d.write_status(&*self).await;
         let mode = if nonce_changed {
@@ -200,15 +184,17 @@ impl Job for RealDeployment {
                 let state = job_state(&details.state);
                 d.status.job_state = Some(state);
                 match state {
-                    "RUNNING" => {
+                    JobStatus::Running => {
                         d.status.start_time_ms = Some(details.start_time);
-                        let written_running = d.written_job_state() == Some("RUNNING");
-                        if d.status.lifecycle == Lifecycle::Deployed && written_running {
-                            d.status.lifecycle = Lifecycle::Stable;
+                        let written_running = d
+                            .written_job_state()
+                            .is_some_and(|s| s.is(JobStatus::Running));
+                        if d.status.lifecycle == LifecycleState::Deployed && written_running {
+                            d.status.lifecycle = LifecycleState::Stable;
                             d.status.stable_spec.clone_from(&d.status.reconciled_spec);
                         }
                     }
-                    "FAILED" if d.status.lifecycle != Lifecycle::Failed => {
+                    JobStatus::Failed if d.status.lifecycle != LifecycleState::Failed => {
                         let cause = rest.root_exception(&job_id).await.ok().flatten();
                         let why = cause.as_deref().map_or_else(
                             || "see GET /jobs/:id/exceptions".to_owned(),
@@ -271,9 +257,9 @@ impl Job for RealDeployment {
 /// The deployment failed: `FAILED`, with `jm` and the cause in `error`.
 fn fail(d: &mut Deployment, error: String, jm: JmStatus) {
     tracing::warn!(deployment = %d.key, %error, "FlinkDeployment failed");
-    d.status.lifecycle = Lifecycle::Failed;
+    d.status.lifecycle = LifecycleState::Failed;
     d.status.jm = jm;
-    d.status.job_state = Some("FAILED");
+    d.status.job_state = Some(JobStatus::Failed);
     d.status.error = Some(error);
 }
 
@@ -308,9 +294,9 @@ impl RealDeployment {
 
     fn mark_suspended(&mut self, d: &mut Deployment, raw: Value) {
         self.suspended = true;
-        d.status.lifecycle = Lifecycle::Suspended;
+        d.status.lifecycle = LifecycleState::Suspended;
         d.status.jm = JmStatus::Missing;
-        d.status.job_state = Some("SUSPENDED");
+        d.status.job_state = Some(JobStatus::Suspended);
         d.status.upgrading = false;
         d.status.error = None;
         d.status.reconciled_spec = Some(raw);
@@ -335,7 +321,7 @@ impl RealDeployment {
         let timeout = self.shared.options.operation_timeout;
         let live = self
             .rest(&d.key)
-            .filter(|_| d.status.job_state != Some("FAILED"));
+            .filter(|_| d.status.job_state != Some(JobStatus::Failed));
         let Some((rest, job_id)) = live else {
             // Nothing runs (failed, or the JVM died): the last known state, as upstream's
             // last-state recovery does.
@@ -415,9 +401,9 @@ impl RealDeployment {
                 tracing::info!(deployment = %d.key, %job_id, pid = process.pid(), rest_port = process.rest_port, from = ?self.restore_point, "job process started");
                 self.shared.processes().insert(d.key.clone(), process);
                 self.started = Some(Instant::now());
-                d.status.lifecycle = Lifecycle::Deployed;
+                d.status.lifecycle = LifecycleState::Deployed;
                 d.status.jm = JmStatus::Deploying;
-                d.status.job_state = Some("RECONCILING");
+                d.status.job_state = Some(JobStatus::Reconciling);
             }
             Err(e) => fail(d, e.to_string(), JmStatus::Error),
         }

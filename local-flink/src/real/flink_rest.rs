@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use bluegreen_protocol::flink::JobStatus;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -236,9 +237,9 @@ impl FlinkRest {
     }
 }
 
-/// Whether a Flink job state is globally terminal.
-pub(crate) fn is_terminal(state: &str) -> bool {
-    matches!(state, "FINISHED" | "CANCELED" | "FAILED")
+/// Whether a Flink job state is globally terminal (an unknown spelling is not).
+fn is_terminal(state: &str) -> bool {
+    state.parse().is_ok_and(JobStatus::is_terminal)
 }
 
 /// The first line of a failure cause's stack trace (the exception and its message).

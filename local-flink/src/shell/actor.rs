@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bluegreen_protocol::flink::{JobStatus, Reported};
 use kube::Api;
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
@@ -121,11 +122,12 @@ impl Deployment {
     }
 
     /// `jobStatus.state` as last written.
-    pub fn written_job_state(&self) -> Option<&str> {
+    pub fn written_job_state(&self) -> Option<Reported<JobStatus>> {
         self.written
             .as_ref()
             .and_then(|w| w.pointer("/jobStatus/state"))
             .and_then(Value::as_str)
+            .map(Reported::parse)
     }
 
     /// The shell's next deadline: a retry of a spec or of a status write.

@@ -16,7 +16,7 @@ mod watch;
 
 pub(crate) use actor::{Clock, Deployment, Job, WallClock};
 pub(crate) use endpoint::Shell;
-pub(crate) use status::{JmStatus, Lifecycle};
+pub(crate) use status::JmStatus;
 
 /// A FlinkDeployment, by namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

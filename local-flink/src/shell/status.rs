@@ -2,32 +2,9 @@
 //! names and values (`status.lifecycleState`, `status.jobManagerDeploymentStatus`,
 //! `status.jobStatus`, `status.reconciliationStatus`, `status.error`). Pure: no client.
 
+use bluegreen_protocol::flink::{JobStatus, LifecycleState, ReconciliationState};
 use bluegreen_protocol::wire::flink_deployment;
 use serde_json::{Value, json};
-
-/// `status.lifecycleState` (Apache's `ResourceLifecycleState`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Lifecycle {
-    Created,
-    Deployed,
-    Stable,
-    Upgrading,
-    Suspended,
-    Failed,
-}
-
-impl Lifecycle {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Created => "CREATED",
-            Self::Deployed => "DEPLOYED",
-            Self::Stable => "STABLE",
-            Self::Upgrading => "UPGRADING",
-            Self::Suspended => "SUSPENDED",
-            Self::Failed => "FAILED",
-        }
-    }
-}
 
 /// `status.jobManagerDeploymentStatus`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,9 +31,9 @@ impl JmStatus {
 /// Everything the status says, in one place; rendered by [`StatusModel::to_json`].
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct StatusModel {
-    pub lifecycle: Lifecycle,
+    pub lifecycle: LifecycleState,
     pub jm: JmStatus,
-    pub job_state: Option<&'static str>,
+    pub job_state: Option<JobStatus>,
     pub job_id: Option<String>,
     pub job_name: String,
     pub start_time_ms: Option<i64>,
@@ -74,7 +51,7 @@ pub(crate) struct StatusModel {
 impl StatusModel {
     pub fn new(job_name: String) -> Self {
         Self {
-            lifecycle: Lifecycle::Created,
+            lifecycle: LifecycleState::Created,
             jm: JmStatus::Missing,
             job_state: None,
             job_id: None,
@@ -122,7 +99,7 @@ impl StatusModel {
             "jobStatus": {
                 "jobName": self.job_name,
                 "jobId": self.job_id,
-                "state": self.job_state,
+                "state": self.job_state.map(JobStatus::as_str),
                 "startTime": self.start_time_ms.map(|t| t.to_string()),
                 "updateTime": self.update_time_ms.to_string(),
                 "upgradeSavepointPath": self.upgrade_savepoint_path,
@@ -132,7 +109,12 @@ impl StatusModel {
                 "reconciliationTimestamp": self.reconciliation_ms,
                 "lastReconciledSpec": Self::spec_string(self.reconciled_spec.as_ref(), self.stable_spec.is_none()),
                 "lastStableSpec": Self::spec_string(self.stable_spec.as_ref(), false),
-                "state": if self.upgrading { "UPGRADING" } else { "DEPLOYED" },
+                "state": if self.upgrading {
+                    ReconciliationState::Upgrading
+                } else {
+                    ReconciliationState::Deployed
+                }
+                .as_str(),
             },
             "clusterInfo": {"flink-version": "1.20.1", "flink-revision": "bluegreen-local"},
         })
@@ -171,9 +153,9 @@ mod tests {
     #[test]
     fn status_uses_the_apache_operator_field_names() {
         let mut s = StatusModel::new("orders".into());
-        s.lifecycle = Lifecycle::Stable;
+        s.lifecycle = LifecycleState::Stable;
         s.jm = JmStatus::Ready;
-        s.job_state = Some("RUNNING");
+        s.job_state = Some(JobStatus::Running);
         s.job_id = Some("ab".into());
         s.start_time_ms = Some(5);
         s.reconciled_spec = Some(json!({"job": {"parallelism": 2}}));

@@ -13,6 +13,7 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use bluegreen_protocol::flink::{JobStatus, LifecycleState};
 use serde_json::{Value, json};
 
 use super::clock::SimClock;
@@ -21,7 +22,7 @@ use super::job::{JobState, SavepointOp, SimJob, new_job_id, start_job};
 use super::shared::Shared;
 use super::snapshot::Snapshot;
 use crate::Error;
-use crate::shell::{Deployment, JmStatus, Job, Lifecycle};
+use crate::shell::{Deployment, JmStatus, Job};
 
 /// How long the operator waits (wall clock) for a savepoint during an upgrade or suspend.
 const SAVEPOINT_WAIT: Duration = Duration::from_mins(1);
@@ -124,12 +125,12 @@ impl Job for SimDeployment {
             }
             Err(e) => {
                 d.status.upgrading = false;
-                if d.status.lifecycle == Lifecycle::Upgrading {
+                if d.status.lifecycle == LifecycleState::Upgrading {
                     // The old job keeps running (a failed stop-with-savepoint leaves it alone).
                     d.status.lifecycle = if matches!(self.phase, Phase::Running(_)) {
-                        Lifecycle::Stable
+                        LifecycleState::Stable
                     } else {
-                        Lifecycle::Failed
+                        LifecycleState::Failed
                     };
                 }
                 Err(e)
@@ -195,7 +196,7 @@ impl Job for SimDeployment {
         };
         if d.status.jm == JmStatus::Deploying && now >= not_ready_at {
             d.status.jm = JmStatus::DeployedNotReady;
-            d.status.job_state = Some("CREATED");
+            d.status.job_state = Some(JobStatus::Created);
             d.status.job_id = Some(job_id.clone());
         }
         if now >= ready_at {
@@ -217,7 +218,7 @@ impl Job for SimDeployment {
             self.phase = Phase::Running(job);
             self.observe_job(d);
             // The operator reports RUNNING while DEPLOYED first, then marks the spec stable.
-            d.status.lifecycle = Lifecycle::Deployed;
+            d.status.lifecycle = LifecycleState::Deployed;
             d.write_status(&*self).await;
         }
     }
@@ -298,11 +299,11 @@ impl SimDeployment {
         settings: Arc<JobSettings>,
     ) -> Result<(), Error> {
         // The operator records the resource first (CREATED), then deploys.
-        d.status.lifecycle = Lifecycle::Created;
+        d.status.lifecycle = LifecycleState::Created;
         d.write_status(&*self).await;
         if !wants_running(spec) {
             self.phase = Phase::Suspended;
-            d.status.lifecycle = Lifecycle::Suspended;
+            d.status.lifecycle = LifecycleState::Suspended;
             return Ok(());
         }
         let path = job_field(spec, "initialSavepointPath").and_then(Value::as_str);
@@ -328,7 +329,7 @@ impl SimDeployment {
         }
         // Stop whatever runs, keeping its state as the upgrade mode says.
         let kept = if live {
-            d.status.lifecycle = Lifecycle::Upgrading;
+            d.status.lifecycle = LifecycleState::Upgrading;
             d.status.upgrading = true;
             d.write_status(&*self).await;
             let kept = self.stop_keeping_state(upgrade_mode(spec)).await?;
@@ -343,9 +344,9 @@ impl SimDeployment {
         d.status.upgrading = false;
         if !wants_running(spec) {
             self.phase = Phase::Suspended;
-            d.status.lifecycle = Lifecycle::Suspended;
+            d.status.lifecycle = LifecycleState::Suspended;
             d.status.jm = JmStatus::Missing;
-            d.status.job_state = Some("SUSPENDED");
+            d.status.job_state = Some(JobStatus::Suspended);
             return Ok(());
         }
         // The first deployment (also after starting suspended) and a redeploy nonce change
@@ -423,9 +424,9 @@ impl SimDeployment {
         let delay = settings.startup_delay_ms.max(0);
         // A slow start delays readiness, not the JobManager deployment.
         let extra = self.shared.rt.faults.extra_startup_ms(&d.key);
-        d.status.lifecycle = Lifecycle::Deployed;
+        d.status.lifecycle = LifecycleState::Deployed;
         d.status.jm = JmStatus::Deploying;
-        d.status.job_state = Some("RECONCILING");
+        d.status.job_state = Some(JobStatus::Reconciling);
         d.status.job_id = None;
         d.status.start_time_ms = None;
         d.status.error = None;
@@ -444,21 +445,24 @@ impl SimDeployment {
             return;
         };
         let view = job.view();
-        d.status.job_state = Some(view.state.as_str());
+        d.status.job_state = Some(view.state.status());
         d.status.update_time_ms = self.clock().now_ms();
         match view.state {
             JobState::Running => {
-                if matches!(d.status.lifecycle, Lifecycle::Deployed | Lifecycle::Failed)
-                    && d.has_written()
+                if matches!(
+                    d.status.lifecycle,
+                    LifecycleState::Deployed | LifecycleState::Failed
+                ) && d.has_written()
                     && d.status.jm == JmStatus::Ready
-                    && d.written_job_state() == Some("RUNNING")
+                    && d.written_job_state()
+                        .is_some_and(|s| s.is(JobStatus::Running))
                 {
-                    d.status.lifecycle = Lifecycle::Stable;
+                    d.status.lifecycle = LifecycleState::Stable;
                     d.status.stable_spec.clone_from(&d.status.reconciled_spec);
                 }
             }
             JobState::Failed => {
-                d.status.lifecycle = Lifecycle::Failed;
+                d.status.lifecycle = LifecycleState::Failed;
                 d.status.jm = JmStatus::Ready;
                 d.status.error = Some(
                     json!({

@@ -7,6 +7,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use bluegreen_protocol::flink::JobStatus;
+
 use bluegreen_gate::{ConfigMapSource, GateHandle, SharedState, StateOptions};
 use bluegreen_protocol::Color;
 use tokio::sync::{mpsc, watch};
@@ -38,21 +40,26 @@ pub enum JobState {
 }
 
 impl JobState {
+    /// Flink's job state.
+    pub const fn status(self) -> JobStatus {
+        match self {
+            Self::Created => JobStatus::Created,
+            Self::Running => JobStatus::Running,
+            Self::Restarting => JobStatus::Restarting,
+            Self::Failed => JobStatus::Failed,
+            Self::Canceled => JobStatus::Canceled,
+            Self::Finished => JobStatus::Finished,
+        }
+    }
+
     /// Flink's spelling.
     pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Created => "CREATED",
-            Self::Running => "RUNNING",
-            Self::Restarting => "RESTARTING",
-            Self::Failed => "FAILED",
-            Self::Canceled => "CANCELED",
-            Self::Finished => "FINISHED",
-        }
+        self.status().as_str()
     }
 
     /// Whether the job will never run again.
     pub const fn is_terminal(self) -> bool {
-        matches!(self, Self::Failed | Self::Canceled | Self::Finished)
+        self.status().is_terminal()
     }
 }
 

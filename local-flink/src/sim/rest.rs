@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use bluegreen_protocol::flink::JobStatus;
 use bluegreen_protocol::wire::metrics;
 use serde_json::{Value, json};
 
@@ -282,7 +283,10 @@ async fn job_details(State(s): State<Arc<Shared>>, Path(p): NsJob) -> RestResult
         {"id": vertex_id(0), "parallelism": p, "operator": "", "operator_strategy": "",
          "description": SOURCE_VERTEX, "optimizer_properties": {}},
     ]);
-    let mut timestamps = json!({"CREATED": v.start_time_ms, "RUNNING": v.start_time_ms});
+    let mut timestamps = json!({});
+    for started in [JobStatus::Created, JobStatus::Running] {
+        timestamps[started.as_str()] = json!(v.start_time_ms);
+    }
     if let Some(end) = v.end_time_ms {
         timestamps[v.state.as_str()] = json!(end);
     }

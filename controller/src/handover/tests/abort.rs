@@ -7,7 +7,7 @@ use super::*;
 fn green_not_running_within_the_grace_period_aborts_and_deletes_it() {
     let mut obs = handover(Phase::Deploying, None);
     let mut green = running("h2", 1, 0, None, i64::MIN);
-    green.job_state = Some("CREATED".into());
+    green.job_state = Some(JobStatus::Created.into());
     obs = obs.green(green);
     assert!(
         plan(&at(obs.clone(), "2026-01-01T00:09:00Z"))
@@ -30,7 +30,7 @@ fn green_not_running_within_the_grace_period_aborts_and_deletes_it() {
 fn a_failed_green_aborts_at_once() {
     let mut obs = handover(Phase::Deploying, None);
     let mut green = running("h2", 1, 0, None, i64::MIN);
-    green.job_state = Some("FAILED".into());
+    green.job_state = Some(JobStatus::Failed.into());
     green.error = Some("ClassNotFoundException".into());
     obs = obs.green(green);
     let p = plan(&obs);

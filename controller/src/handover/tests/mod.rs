@@ -1,6 +1,7 @@
 //! Every phase × event cell of the handover, one test each, in one file per phase; the scenario
 //! builders they share are here.
 
+use bluegreen_protocol::flink::{JobStatus, LifecycleState};
 use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 
 use super::{Action, plan};

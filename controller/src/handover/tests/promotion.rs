@@ -82,7 +82,7 @@ fn a_template_change_after_w_is_set_updates_green_in_place() {
 #[test]
 fn green_failing_after_w_is_set_is_degraded_but_never_aborted() {
     let mut green = running("h2", 1, 2, None, 0);
-    green.job_state = Some("FAILED".into());
+    green.job_state = Some(JobStatus::Failed.into());
     let obs = handover(Phase::ToggleSet, Some(70_000)).green(green);
     let p = plan(&at(obs, "2026-01-01T05:00:00Z"));
     assert!(p.actions.is_empty());

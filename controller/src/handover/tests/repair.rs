@@ -6,8 +6,8 @@ use super::*;
 /// still names its own latest checkpoint.
 fn failed_green() -> crate::observed::ChildObs {
     let mut green = running("h2", 1, 2, Some(72_000), 71_000);
-    green.job_state = Some("FAILED".into());
-    green.lifecycle = Some("FAILED".into());
+    green.job_state = Some(JobStatus::Failed.into());
+    green.lifecycle = Some(LifecycleState::Failed.into());
     green.job_id = Some("green-1".into());
     green.error = Some("java.lang.IllegalStateException: boom".into());
     green.flink = Some(crate::observed::FlinkObs {

@@ -125,7 +125,7 @@ fn a_configmap_that_does_not_parse_is_rewritten() {
 fn replanning_the_same_observation_is_idempotent() {
     let obs = handover(Phase::Deploying, None).green({
         let mut g = running("h2", 1, 0, None, 0);
-        g.job_state = Some("CREATED".into());
+        g.job_state = Some(JobStatus::Created.into());
         g
     });
     let p1 = plan(&obs);
@@ -188,8 +188,8 @@ fn a_suspended_job_is_reported_as_suspended_not_running() {
     // Once suspended: Ready False "Suspended", nothing degraded, no handover.
     let blue = obs.blue.as_mut().unwrap();
     blue.spec_job_state = Some(crate::observed::JobState::Suspended);
-    blue.job_state = Some("SUSPENDED".into());
-    blue.lifecycle = Some("SUSPENDED".into());
+    blue.job_state = Some(JobStatus::Suspended.into());
+    blue.lifecycle = Some(LifecycleState::Suspended.into());
     blue.flink = None;
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
@@ -209,8 +209,8 @@ fn a_blocked_handover_is_not_reported_as_idle() {
         ConfigMapObs::Valid(crate::handover::desired_configmap(&obs.status, &obs).expect("cm"));
     obs.blue = Some(crate::observed::ChildObs {
         template_hash: Some(obs.template_hash.clone()),
-        job_state: Some("FAILED".into()),
-        lifecycle: Some("FAILED".into()),
+        job_state: Some(JobStatus::Failed.into()),
+        lifecycle: Some(LifecycleState::Failed.into()),
         error: Some("the FileSink cannot survive a handover: use OnCheckpointRollingPolicy".into()),
         spec_job_state: Some(crate::observed::JobState::Running),
         ..crate::observed::ChildObs::default()
@@ -322,7 +322,7 @@ fn gates_trouble_that_clears_within_the_grace_is_never_reported() {
     // A worse problem is reported instead: the active job failed.
     let mut obs = steady_blue_gates_in_trouble(None, "2026-01-01T00:01:00Z");
     obs.status = p.status;
-    obs.blue.as_mut().unwrap().job_state = Some("FAILED".into());
+    obs.blue.as_mut().unwrap().job_state = Some(JobStatus::Failed.into());
     assert_eq!(condition(&plan(&obs), "Degraded").1, "ActiveJobFailed");
 }
 
@@ -335,8 +335,8 @@ fn a_refused_first_deployment_reaches_every_condition_whole_with_one_warning_eve
     );
     let obs = first_deployment_started(observed());
     let mut blue = running("h1", 0, 0, None, i64::MIN);
-    blue.job_state = Some("FAILED".into());
-    blue.lifecycle = Some("FAILED".into());
+    blue.job_state = Some(JobStatus::Failed.into());
+    blue.lifecycle = Some(LifecycleState::Failed.into());
     blue.error = Some(refusal.clone());
     blue.flink = None;
     let obs = obs.blue(blue);

@@ -173,7 +173,7 @@ fn an_outgoing_job_past_w_only_by_idle_inputs_is_stopped_with_drain() {
 /// Blue after a stop-with-savepoint: FINISHED, its REST API answering for the stop only.
 fn stopped_blue(stop: Option<SavepointObs>) -> crate::observed::ChildObs {
     let mut blue = running("h1", 1, 2, Some(1_000), 900);
-    blue.job_state = Some("FINISHED".into());
+    blue.job_state = Some(JobStatus::Finished.into());
     blue.flink = Some(crate::observed::FlinkObs {
         savepoint: stop,
         ..crate::observed::FlinkObs::default()
@@ -311,7 +311,7 @@ fn a_failed_stop_is_retried_with_backoff_then_the_job_is_kept_and_degraded() {
 
 #[test]
 fn an_outgoing_job_that_already_ended_is_deleted_without_a_stop() {
-    for state in ["FINISHED", "CANCELED"] {
+    for state in [JobStatus::Finished, JobStatus::Canceled] {
         let mut obs = tearing_down(OutgoingStop::default(), None);
         obs.blue.as_mut().unwrap().job_state = Some(state.into());
         let p = plan(&obs);
@@ -323,8 +323,8 @@ fn an_outgoing_job_that_already_ended_is_deleted_without_a_stop() {
 fn failed_blue(phase: Phase) -> Observed {
     let mut obs = handover(phase, Some(70_000)).green(running("h2", 1, 2, None, 80_000));
     let blue = obs.blue.as_mut().unwrap();
-    blue.job_state = Some("FAILED".into());
-    blue.lifecycle = Some("FAILED".into());
+    blue.job_state = Some(JobStatus::Failed.into());
+    blue.lifecycle = Some(LifecycleState::Failed.into());
     blue.error = Some("restart strategy exhausted".into());
     blue.flink = None;
     obs

@@ -329,7 +329,7 @@ fn an_incoming_job_with_a_task_that_is_not_running_is_not_ready() {
         seen,
         "2026-01-01T00:00:30Z",
     );
-    obs.green.as_mut().unwrap().job_state = Some("RESTARTING".into());
+    obs.green.as_mut().unwrap().job_state = Some(JobStatus::Restarting.into());
     obs.green.as_mut().unwrap().flink = None;
     let p = plan(&obs);
     assert!(!sets_w(&p), "{:?}", p.actions);

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use bluegreen_protocol::flink::{JobStatus, LifecycleState};
 use bluegreen_protocol::{
     AppliedState, Color, CoordinationState, Decision, GateReport, Rule, Stage, WatermarkStage,
     check_transition,
@@ -403,16 +404,23 @@ impl World {
         Some(ChildObs {
             template_hash: Some(job.hash.clone()),
             deleting: job.deleting,
-            lifecycle: Some(if job.failed { "FAILED" } else { "STABLE" }.into()),
+            lifecycle: Some(
+                if job.failed {
+                    LifecycleState::Failed
+                } else {
+                    LifecycleState::Stable
+                }
+                .into(),
+            ),
             job_state: Some(
                 if job.running() {
-                    "RUNNING"
+                    JobStatus::Running
                 } else if job.finished() {
-                    "FINISHED"
+                    JobStatus::Finished
                 } else if job.failed {
-                    "FAILED"
+                    JobStatus::Failed
                 } else {
-                    "CREATED"
+                    JobStatus::Created
                 }
                 .into(),
             ),
