@@ -1,162 +1,117 @@
-//! The `Ready`, `Progressing` and `Degraded` conditions (pure).
+//! The `Ready`, `Progressing` and `Degraded` conditions, their types and reasons (pure).
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::resource::{Condition, Phase};
 
-/// Why a condition has its status; shown as its name (`Running`, `ToggleSet`, ...).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reason {
-    /// The active job runs and no handover is in progress (`Ready`).
-    Running,
-    /// A handover is in progress (`Ready`).
-    HandoverInProgress,
-    /// The active job does not run, or a problem needs attention (`Ready`).
-    NotReady,
-    /// The active job is suspended by `spec.template.spec.job.state: suspended` (`Ready`).
-    Suspended,
-    /// No handover is in progress (`Progressing`).
-    Idle,
-    /// No problem found (`Degraded`).
-    AsExpected,
-    /// Taking the state the incoming job starts from.
-    Snapshotting,
-    /// Waiting to retry a failed savepoint.
-    SavepointBackoff,
-    /// The savepoint failed too often.
-    SavepointFailed,
-    /// The outgoing job has no completed checkpoint to start from.
-    NoCheckpoint,
-    /// The outgoing job does not run.
-    OutgoingNotRunning,
-    /// Waiting for the incoming job to run.
-    Deploying,
-    /// The incoming job does not run yet.
-    IncomingNotRunning,
-    /// The incoming job failed before W was set.
-    IncomingFailed,
-    /// The incoming job has not yet run `minReady` with every task RUNNING and no restart.
-    IncomingNotReady,
-    /// The outgoing job reports no gate metrics.
-    NoGateMetrics,
-    /// W is proposed; waiting for the outgoing gates to acknowledge it.
-    ConfirmingToggle,
-    /// The outgoing gates have not acknowledged W.
-    GatesNotAcknowledged,
-    /// With no handover in progress, the active job's gates have held every record or reported
-    /// a problem for the grace period.
-    GatesHolding,
-    /// W is not ahead of the outgoing gates.
-    ToggleInPast,
-    /// W is set; waiting for health and both watermarks past W.
-    ToggleSet,
-    /// Waiting for a manual promotion.
-    AwaitingPromotion,
-    /// Promoted; the outgoing job is kept for the deletion delay.
-    ClearToTeardown,
-    /// Stopping and deleting the outgoing job.
-    TearingDown,
-    /// Waiting to retry the outgoing job's stop-with-savepoint.
-    TeardownBackoff,
-    /// The outgoing job's stop-with-savepoint failed for good.
-    OutgoingStopFailed,
-    /// The outgoing job failed for good after W was set; it is restarted from its latest
-    /// checkpoint.
-    OutgoingFailed,
-    /// The outgoing job kept failing after its restarts; it needs a person.
-    OutgoingRestartFailed,
-    /// The outgoing job restarted after W was set and has not run `minReady` since.
-    OutgoingNotReady,
-    /// Deleting the incoming child of an aborted handover.
-    Aborting,
-    /// A handover was aborted.
-    HandoverAborted,
-    /// The template changed before W was set.
-    SpecChanged,
-    /// Aborted by the `bluegreen.dev/action` annotation.
-    ManualAbort,
-    /// The active color's FlinkDeployment is missing.
-    ActiveChildMissing,
-    /// The active job failed.
-    ActiveJobFailed,
-    /// The first deployment's job failed.
-    FirstDeploymentFailed,
-    /// The spec cannot be rendered.
-    InvalidSpec,
-    /// The coordination ConfigMap differs from the status.
-    ConfigMapDiverged,
-    /// The incoming job failed after W was set.
-    IncomingFailedAfterToggle,
-    /// The incoming child is missing after W was set.
-    IncomingMissingAfterToggle,
-    /// Redeploying a failed incoming job with the outgoing job's template.
-    ForwardRepairing,
-    /// The incoming job runs the outgoing job's template after a forward repair.
-    ForwardRepaired,
-    /// The forward repair did not bring the incoming job back.
-    ForwardRepairFailed,
-    /// The resource is being deleted (`onDelete: savepointThenDelete`): its handover ends first.
-    DeletionWaitsForHandover,
-}
-
-impl Reason {
-    /// The name written to the condition's `reason`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Running => "Running",
-            Self::HandoverInProgress => "HandoverInProgress",
-            Self::NotReady => "NotReady",
-            Self::Suspended => "Suspended",
-            Self::Idle => "Idle",
-            Self::AsExpected => "AsExpected",
-            Self::Snapshotting => "Snapshotting",
-            Self::SavepointBackoff => "SavepointBackoff",
-            Self::SavepointFailed => "SavepointFailed",
-            Self::NoCheckpoint => "NoCheckpoint",
-            Self::OutgoingNotRunning => "OutgoingNotRunning",
-            Self::Deploying => "Deploying",
-            Self::IncomingNotRunning => "IncomingNotRunning",
-            Self::IncomingFailed => "IncomingFailed",
-            Self::IncomingNotReady => "IncomingNotReady",
-            Self::NoGateMetrics => "NoGateMetrics",
-            Self::ConfirmingToggle => "ConfirmingToggle",
-            Self::GatesNotAcknowledged => "GatesNotAcknowledged",
-            Self::GatesHolding => "GatesHolding",
-            Self::ToggleInPast => "ToggleInPast",
-            Self::ToggleSet => "ToggleSet",
-            Self::AwaitingPromotion => "AwaitingPromotion",
-            Self::ClearToTeardown => "ClearToTeardown",
-            Self::TearingDown => "TearingDown",
-            Self::TeardownBackoff => "TeardownBackoff",
-            Self::OutgoingStopFailed => "OutgoingStopFailed",
-            Self::OutgoingFailed => "OutgoingFailed",
-            Self::OutgoingRestartFailed => "OutgoingRestartFailed",
-            Self::OutgoingNotReady => "OutgoingNotReady",
-            Self::Aborting => "Aborting",
-            Self::HandoverAborted => "HandoverAborted",
-            Self::SpecChanged => "SpecChanged",
-            Self::ManualAbort => "ManualAbort",
-            Self::ActiveChildMissing => "ActiveChildMissing",
-            Self::ActiveJobFailed => "ActiveJobFailed",
-            Self::FirstDeploymentFailed => "FirstDeploymentFailed",
-            Self::InvalidSpec => "InvalidSpec",
-            Self::ConfigMapDiverged => "ConfigMapDiverged",
-            Self::IncomingFailedAfterToggle => "IncomingFailedAfterToggle",
-            Self::IncomingMissingAfterToggle => "IncomingMissingAfterToggle",
-            Self::ForwardRepairing => "ForwardRepairing",
-            Self::ForwardRepaired => "ForwardRepaired",
-            Self::ForwardRepairFailed => "ForwardRepairFailed",
-            Self::DeletionWaitsForHandover => "DeletionWaitsForHandover",
-        }
+named_enum!(
+    /// A condition's type: each status has the three.
+    ConditionType {
+        /// The active job runs and no handover is in progress.
+        Ready,
+        /// A handover is in progress (or blocked, then `False`).
+        Progressing,
+        /// A problem needs attention.
+        Degraded,
     }
-}
+);
 
-impl std::fmt::Display for Reason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+named_enum!(
+    /// Why a condition has its status; shown as its name (`Running`, `ToggleSet`, ...).
+    Reason {
+        /// The active job runs and no handover is in progress (`Ready`).
+        Running,
+        /// A handover is in progress (`Ready`).
+        HandoverInProgress,
+        /// The active job does not run, or a problem needs attention (`Ready`).
+        NotReady,
+        /// The active job is suspended by `spec.template.spec.job.state: suspended` (`Ready`).
+        Suspended,
+        /// No handover is in progress (`Progressing`).
+        Idle,
+        /// No problem found (`Degraded`).
+        AsExpected,
+        /// Taking the state the incoming job starts from.
+        Snapshotting,
+        /// Waiting to retry a failed savepoint.
+        SavepointBackoff,
+        /// The savepoint failed too often.
+        SavepointFailed,
+        /// The outgoing job has no completed checkpoint to start from.
+        NoCheckpoint,
+        /// The outgoing job does not run.
+        OutgoingNotRunning,
+        /// Waiting for the incoming job to run.
+        Deploying,
+        /// The incoming job does not run yet.
+        IncomingNotRunning,
+        /// The incoming job failed before W was set.
+        IncomingFailed,
+        /// The incoming job has not yet run `minReady` with every task RUNNING and no restart.
+        IncomingNotReady,
+        /// The outgoing job reports no gate metrics.
+        NoGateMetrics,
+        /// W is proposed; waiting for the outgoing gates to acknowledge it.
+        ConfirmingToggle,
+        /// The outgoing gates have not acknowledged W.
+        GatesNotAcknowledged,
+        /// With no handover in progress, the active job's gates have held every record or reported
+        /// a problem for the grace period.
+        GatesHolding,
+        /// W is not ahead of the outgoing gates.
+        ToggleInPast,
+        /// W is set; waiting for health and both watermarks past W.
+        ToggleSet,
+        /// Waiting for a manual promotion.
+        AwaitingPromotion,
+        /// Promoted; the outgoing job is kept for the deletion delay.
+        ClearToTeardown,
+        /// Stopping and deleting the outgoing job.
+        TearingDown,
+        /// Waiting to retry the outgoing job's stop-with-savepoint.
+        TeardownBackoff,
+        /// The outgoing job's stop-with-savepoint failed for good.
+        OutgoingStopFailed,
+        /// The outgoing job failed for good after W was set; it is restarted from its latest
+        /// checkpoint.
+        OutgoingFailed,
+        /// The outgoing job kept failing after its restarts; it needs a person.
+        OutgoingRestartFailed,
+        /// The outgoing job restarted after W was set and has not run `minReady` since.
+        OutgoingNotReady,
+        /// Deleting the incoming child of an aborted handover.
+        Aborting,
+        /// A handover was aborted.
+        HandoverAborted,
+        /// The template changed before W was set.
+        SpecChanged,
+        /// Aborted by the `bluegreen.dev/action` annotation.
+        ManualAbort,
+        /// The active color's FlinkDeployment is missing.
+        ActiveChildMissing,
+        /// The active job failed.
+        ActiveJobFailed,
+        /// The first deployment's job failed.
+        FirstDeploymentFailed,
+        /// The spec cannot be rendered.
+        InvalidSpec,
+        /// The coordination ConfigMap differs from the status.
+        ConfigMapDiverged,
+        /// The incoming job failed after W was set.
+        IncomingFailedAfterToggle,
+        /// The incoming child is missing after W was set.
+        IncomingMissingAfterToggle,
+        /// Redeploying a failed incoming job with the outgoing job's template.
+        ForwardRepairing,
+        /// The incoming job runs the outgoing job's template after a forward repair.
+        ForwardRepaired,
+        /// The forward repair did not bring the incoming job back.
+        ForwardRepairFailed,
+        /// The resource is being deleted (`onDelete: savepointThenDelete`): its handover ends first.
+        DeletionWaitsForHandover,
     }
-}
+);
 
 /// What one planning step concluded about the resource's health.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -216,7 +171,7 @@ pub fn update(
     };
     set(
         conditions,
-        "Ready",
+        ConditionType::Ready,
         ready,
         ready_reason,
         ready_message,
@@ -227,7 +182,7 @@ pub fn update(
         Some((reason, message)) if phase.is_some() => {
             set(
                 conditions,
-                "Progressing",
+                ConditionType::Progressing,
                 true,
                 *reason,
                 message.clone(),
@@ -240,7 +195,7 @@ pub fn update(
         _ => match (phase, &health.degraded) {
             (Some(phase), Some((reason, message))) => set(
                 conditions,
-                "Progressing",
+                ConditionType::Progressing,
                 false,
                 *reason,
                 format!("the handover in phase {phase:?} is blocked: {message}"),
@@ -249,7 +204,7 @@ pub fn update(
             ),
             (Some(phase), None) => set(
                 conditions,
-                "Progressing",
+                ConditionType::Progressing,
                 true,
                 Reason::HandoverInProgress,
                 format!("handover in phase {phase:?}"),
@@ -258,7 +213,7 @@ pub fn update(
             ),
             (None, _) => set(
                 conditions,
-                "Progressing",
+                ConditionType::Progressing,
                 false,
                 Reason::Idle,
                 "no handover in progress".into(),
@@ -270,7 +225,7 @@ pub fn update(
     match &health.degraded {
         Some((reason, message)) => set(
             conditions,
-            "Degraded",
+            ConditionType::Degraded,
             true,
             *reason,
             message.clone(),
@@ -279,7 +234,7 @@ pub fn update(
         ),
         None => set(
             conditions,
-            "Degraded",
+            ConditionType::Degraded,
             false,
             Reason::AsExpected,
             "no problem found".into(),
@@ -291,7 +246,7 @@ pub fn update(
 
 fn set(
     conditions: &mut Vec<Condition>,
-    type_: &str,
+    type_: ConditionType,
     status: bool,
     reason: Reason,
     message: String,
@@ -301,6 +256,7 @@ fn set(
     let status = if status { "True" } else { "False" }.to_owned();
     // The CRD keys the list by type: keep the first entry of this type, drop any other.
     let mut seen = false;
+    let type_ = type_.as_str();
     conditions.retain(|c| c.type_ != type_ || !std::mem::replace(&mut seen, true));
     let existing = conditions.iter_mut().find(|c| c.type_ == type_);
     let last_transition_time = match &existing {
@@ -336,16 +292,25 @@ mod tests {
         };
         update(&mut conditions, &health, None, 1, t0);
         update(&mut conditions, &health, None, 1, t1);
-        let ready = conditions.iter().find(|c| c.type_ == "Ready").unwrap();
+        let ready = conditions
+            .iter()
+            .find(|c| c.type_ == ConditionType::Ready.as_str())
+            .unwrap();
         assert_eq!(ready.last_transition_time, Time(t0));
         health.degraded(Reason::InvalidSpec, "broken".into());
         update(&mut conditions, &health, None, 2, t1);
-        let ready = conditions.iter().find(|c| c.type_ == "Ready").unwrap();
+        let ready = conditions
+            .iter()
+            .find(|c| c.type_ == ConditionType::Ready.as_str())
+            .unwrap();
         assert_eq!(
             (ready.status.as_str(), ready.last_transition_time.clone()),
             ("False", Time(t1))
         );
-        let degraded = conditions.iter().find(|c| c.type_ == "Degraded").unwrap();
+        let degraded = conditions
+            .iter()
+            .find(|c| c.type_ == ConditionType::Degraded.as_str())
+            .unwrap();
         assert_eq!(
             (degraded.status.as_str(), degraded.reason.as_str()),
             ("True", "InvalidSpec")

@@ -358,13 +358,13 @@ async fn publish(ctx: &Context, fbgd: &FlinkBlueGreenDeployment, notes: &[Note])
             } else {
                 EventType::Normal
             },
-            reason: note.reason.to_owned(),
+            reason: note.reason.as_str().to_owned(),
             note: Some(note.message.chars().take(1000).collect()),
             action: event_action(&note.message),
             secondary: None,
         };
         if let Err(e) = ctx.recorder.publish(&event, &reference).await {
-            tracing::warn!(error = %e, reason = note.reason, "could not publish event");
+            tracing::warn!(error = %e, reason = note.reason.as_str(), "could not publish event");
         }
     }
 }

@@ -7,11 +7,42 @@
 //! [`handover::Plan`], [`reconcile`] wires them into a kube-runtime `Controller`.
 #![forbid(unsafe_code)]
 
+/// Defines an enum of names written as the variants are named (condition types and reasons,
+/// event reasons), with `ALL`, `as_str` and `Display`.
+macro_rules! named_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident,)+ }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The name as written: the variant's.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => stringify!($variant),)+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
 pub mod checks;
 pub mod child;
 pub mod conditions;
 pub mod context;
 pub mod error;
+pub mod events;
 pub mod execute;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod exercise;

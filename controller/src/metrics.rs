@@ -158,7 +158,7 @@ impl Metrics {
                 .set(i64::from(waiting));
         }
         let holding = status.conditions.iter().any(|c| {
-            c.type_ == "Degraded"
+            c.type_ == crate::conditions::ConditionType::Degraded.as_str()
                 && c.status == "True"
                 && c.reason == crate::conditions::Reason::GatesHolding.as_str()
         });

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
+use bluegreen_controller::conditions::ConditionType;
 use bluegreen_controller::context::Context;
 use bluegreen_controller::resource::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, Phase,
@@ -286,7 +287,7 @@ impl LocalStack {
                     && s.transition.is_none()
                     && s.conditions
                         .iter()
-                        .any(|c| c.type_ == "Ready" && c.status == "True")
+                        .any(|c| c.type_ == ConditionType::Ready.as_str() && c.status == "True")
             })
         })
         .await

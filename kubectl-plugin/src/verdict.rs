@@ -1,5 +1,6 @@
 //! What `status` concludes from one read, and its exit codes.
 
+use bluegreen_controller::conditions::{ConditionType, Reason};
 use bluegreen_controller::resource::{Condition, FlinkBlueGreenDeploymentStatus, Phase};
 
 use crate::model::Deployment;
@@ -66,8 +67,8 @@ impl Verdict {
     }
 }
 
-fn condition<'a>(d: &'a Deployment, type_: &str) -> Option<&'a Condition> {
-    d.core.conditions.iter().find(|c| c.type_ == type_)
+fn condition(d: &Deployment, type_: ConditionType) -> Option<&Condition> {
+    d.core.conditions.iter().find(|c| c.type_ == type_.as_str())
 }
 
 /// The handover of the current template was aborted, or is being aborted.
@@ -100,7 +101,7 @@ pub fn judge(d: &Deployment) -> Verdict {
     {
         return Verdict::Aborted(reason);
     }
-    if let Some(c) = condition(d, "Degraded")
+    if let Some(c) = condition(d, ConditionType::Degraded)
         && c.status == "True"
     {
         return Verdict::Degraded(format!("{}: {}", c.reason, c.message));
@@ -123,9 +124,9 @@ pub fn judge(d: &Deployment) -> Verdict {
         }
         Err(_) => {}
     }
-    match condition(d, "Ready") {
+    match condition(d, ConditionType::Ready) {
         Some(c) if c.status == "True" => Verdict::Healthy,
-        Some(c) if c.reason == "Suspended" => Verdict::Suspended(c.message.clone()),
+        Some(c) if c.reason == Reason::Suspended.as_str() => Verdict::Suspended(c.message.clone()),
         Some(c) => Verdict::Waiting(format!(
             "Ready is {}: {}: {}",
             c.status, c.reason, c.message

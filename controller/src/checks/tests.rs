@@ -418,7 +418,7 @@ fn degraded(plan: &Plan) -> (String, String, String) {
     plan.status
         .conditions
         .iter()
-        .find(|c| c.type_ == "Degraded")
+        .find(|c| c.type_ == crate::conditions::ConditionType::Degraded.as_str())
         .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
         .unwrap_or_default()
 }
@@ -465,7 +465,7 @@ fn every_bad_spec_is_refused_naming_the_field_and_the_fix_and_nothing_runs() {
                 let warnings: Vec<_> = p
                     .notes
                     .iter()
-                    .filter(|n| n.warning && n.reason == "InvalidSpec")
+                    .filter(|n| n.warning && n.reason == crate::events::EventReason::InvalidSpec)
                     .collect();
                 assert!(
                     warnings.len() == 1 && warnings[0].message == message,
@@ -478,7 +478,9 @@ fn every_bad_spec_is_refused_naming_the_field_and_the_fix_and_nothing_runs() {
                 let p2 = plan(&again);
                 assert_eq!(degraded(&p2).2, message, "{case}");
                 assert!(
-                    p2.notes.iter().all(|n| n.reason != "InvalidSpec"),
+                    p2.notes
+                        .iter()
+                        .all(|n| n.reason != crate::events::EventReason::InvalidSpec),
                     "{case}: {:?}",
                     p2.notes
                 );

@@ -5,6 +5,7 @@ use bluegreen_protocol::Color;
 
 use super::{Action, Planner};
 use crate::conditions::Reason;
+use crate::events::EventReason;
 use crate::resource::{Outcome, Phase};
 
 impl Planner<'_> {
@@ -25,7 +26,11 @@ impl Planner<'_> {
     /// until it changes.
     pub(super) fn abort(&mut self, reason: Reason, message: &str, remember: bool) {
         let t = self.transition().clone();
-        self.note(true, "HandoverAborting", format!("{reason}: {message}"));
+        self.note(
+            true,
+            EventReason::HandoverAborting,
+            format!("{reason}: {message}"),
+        );
         if remember {
             self.status.failed_template_hash = Some(t.template_hash.clone());
         }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use bluegreen_protocol::{Color, CoordinationState};
 
+use crate::events::EventReason;
 use crate::resource::{
     FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus, TransitionRecord,
 };
@@ -87,8 +88,8 @@ pub enum Action {
 pub struct Note {
     /// `Warning` rather than `Normal`.
     pub warning: bool,
-    /// CamelCase reason.
-    pub reason: &'static str,
+    /// Its reason.
+    pub reason: EventReason,
     /// Message.
     pub message: String,
 }

@@ -15,7 +15,8 @@ use std::time::Duration;
 use bluegreen_protocol::Color;
 
 use super::{Action, Note, Plan, STEADY_REQUEUE, final_savepoint_trigger_id, plan};
-use crate::conditions::Reason;
+use crate::conditions::{ConditionType, Reason};
+use crate::events::EventReason;
 use crate::observed::{Observed, SavepointObs};
 use crate::resource::{DeletionPolicy, FlinkBlueGreenDeploymentStatus, Phase, Promotion};
 
@@ -89,12 +90,12 @@ fn end_handover(obs: &Observed) -> Plan {
         .status
         .conditions
         .iter()
-        .any(|c| c.type_ == "Progressing" && c.reason == waiting);
+        .any(|c| c.type_ == ConditionType::Progressing.as_str() && c.reason == waiting);
     if let Some(c) = p
         .status
         .conditions
         .iter_mut()
-        .find(|c| c.type_ == "Progressing" && c.status == "True")
+        .find(|c| c.type_ == ConditionType::Progressing.as_str() && c.status == "True")
     {
         c.message = format!(
             "the resource is being deleted: {why}, then the only job is stopped with the final savepoint; now {}: {}",
@@ -105,7 +106,7 @@ fn end_handover(obs: &Observed) -> Plan {
     if !noticed {
         p.notes.push(Note {
             warning: false,
-            reason: waiting,
+            reason: EventReason::DeletionWaitsForHandover,
             message: format!(
                 "deletion waits for the handover: {why}, then the only job is stopped with the final savepoint"
             ),
@@ -136,7 +137,7 @@ fn final_savepoint(obs: &Observed, notes: &mut Vec<Note>) -> Option<Vec<Action>>
         Some(SavepointObs::Completed(path)) => {
             notes.push(Note {
                 warning: false,
-                reason: "FinalSavepoint",
+                reason: EventReason::FinalSavepoint,
                 message: format!("final savepoint of the {} job at {path}", active.suffix()),
             });
             None
@@ -144,7 +145,7 @@ fn final_savepoint(obs: &Observed, notes: &mut Vec<Note>) -> Option<Vec<Action>>
         Some(SavepointObs::Failed(why)) => {
             notes.push(Note {
                 warning: true,
-                reason: "FinalSavepointFailed",
+                reason: EventReason::FinalSavepointFailed,
                 message: format!("final savepoint failed ({why}); deleting anyway"),
             });
             None
@@ -166,6 +167,7 @@ mod tests {
     use bluegreen_protocol::Color;
 
     use super::plan_cleanup;
+    use crate::events::EventReason;
     use crate::fixtures::{observed, running, with_child};
     use crate::handover::Action;
     use crate::handover::final_savepoint_trigger_id;
@@ -288,8 +290,11 @@ mod tests {
                     None,
                 ),
                 Active::InProgress => (vec![Action::AwaitFinalSavepoint], None),
-                Active::Completed => (delete_all(), Some(("FinalSavepoint", false))),
-                Active::Failed => (delete_all(), Some(("FinalSavepointFailed", true))),
+                Active::Completed => (delete_all(), Some((EventReason::FinalSavepoint, false))),
+                Active::Failed => (
+                    delete_all(),
+                    Some((EventReason::FinalSavepointFailed, true)),
+                ),
             };
             assert_eq!(p.actions, actions, "{active:?}");
             let notes: Vec<_> = p.notes.iter().map(|n| (n.reason, n.warning)).collect();

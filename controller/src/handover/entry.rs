@@ -6,6 +6,7 @@ use bluegreen_protocol::Color;
 use super::{ACTIVE_REQUEUE, Action, Planner, STEADY_REQUEUE};
 use crate::conditions::Reason;
 use crate::error::SpecError;
+use crate::events::EventReason;
 use crate::observed::{ChildObs, JobState, ManualAction};
 use crate::resource::{MicroTime, OutgoingStop, Phase, RestoreFrom, Transition};
 use crate::settings::{Settings, ToggleRule};
@@ -23,7 +24,7 @@ impl Planner<'_> {
             self.actions.push(Action::ClearManualAction);
             self.note(
                 true,
-                "ActionRefused",
+                EventReason::ActionRefused,
                 format!("{action:?} needs a handover in progress; there is none"),
             );
         }
@@ -50,8 +51,8 @@ impl Planner<'_> {
                 if !template_changed && child.spec_job_state != Some(self.obs.wanted_job_state) {
                     self.apply(active, None);
                     let (reason, what) = match self.obs.wanted_job_state {
-                        JobState::Suspended => ("Suspending", "suspending the job (job.state: suspended): the Flink operator stops it with a savepoint"),
-                        JobState::Running => ("Resuming", "resuming the job (job.state: running) from its savepoint"),
+                        JobState::Suspended => (EventReason::Suspending, "suspending the job (job.state: suspended): the Flink operator stops it with a savepoint"),
+                        JobState::Running => (EventReason::Resuming, "resuming the job (job.state: running) from its savepoint"),
                     };
                     self.note(false, reason, what);
                 }
@@ -75,7 +76,7 @@ impl Planner<'_> {
     /// message is new (not again on every resync). Nothing that runs is touched.
     pub(super) fn invalid_spec(&mut self, refused: &SpecError) {
         let message = format!("{refused}; the running job is left untouched");
-        self.degraded_with_event(Reason::InvalidSpec, message);
+        self.degraded_with_event(Reason::InvalidSpec, EventReason::InvalidSpec, message);
         self.requeue = STEADY_REQUEUE;
     }
 
@@ -146,14 +147,18 @@ impl Planner<'_> {
                 self.status.epoch += 1;
                 self.note(
                     false,
-                    "FloorCleared",
+                    EventReason::FloorCleared,
                     format!(
                         "floor {floor} cleared (epoch {}): records at or below it are emitted again",
                         self.status.epoch
                     ),
                 );
             }
-            None => self.note(false, "FloorCleared", "there is no floor to clear"),
+            None => self.note(
+                false,
+                EventReason::FloorCleared,
+                "there is no floor to clear",
+            ),
         }
     }
 
@@ -168,7 +173,7 @@ impl Planner<'_> {
         ));
         self.note(
             false,
-            "Deploying",
+            EventReason::Deploying,
             "first deployment: creating the blue job",
         );
         self.deploying_first();
@@ -191,7 +196,7 @@ impl Planner<'_> {
         self.status.transition = Some(transition);
         self.note(
             false,
-            "HandoverStarted",
+            EventReason::HandoverStarted,
             format!(
                 "spec changed: handing over from {from} to {} (epoch {epoch})",
                 from.other()

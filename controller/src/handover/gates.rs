@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use super::Planner;
-use crate::conditions::Reason;
+use crate::conditions::{ConditionType, Reason};
+use crate::events::EventReason;
 use crate::observed::ChildObs;
 use crate::resource::MicroTime;
 
@@ -25,14 +26,16 @@ impl Planner<'_> {
             .filter(|_| active.running())
             .and_then(crate::observed::GateObs::trouble);
         let raised = self.obs.status.conditions.iter().any(|c| {
-            c.type_ == "Degraded" && c.status == "True" && c.reason == Reason::GatesHolding.as_str()
+            c.type_ == ConditionType::Degraded.as_str()
+                && c.status == "True"
+                && c.reason == Reason::GatesHolding.as_str()
         });
         let Some(trouble) = trouble else {
             self.status.gates_trouble_since = None;
             if raised {
                 self.note(
                     false,
-                    "GatesRecovered",
+                    EventReason::GatesRecovered,
                     "the active job's gates have a coordination state and report no problem",
                 );
             }
@@ -52,6 +55,6 @@ impl Planner<'_> {
             "the active job's gates are in trouble since {}: {trouble}. A gate without a coordination state writes nothing, and a handover cannot go through gates that cannot see the ConfigMap (it would abort with GatesNotAcknowledged): check that the job reaches the bluegreen sidecar (BLUEGREEN_SIDECAR_URL) and the sidecar can read the coordination ConfigMap",
             since.0
         );
-        self.degraded_with_event(Reason::GatesHolding, message);
+        self.degraded_with_event(Reason::GatesHolding, EventReason::GatesHolding, message);
     }
 }

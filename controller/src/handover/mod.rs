@@ -16,7 +16,8 @@ use std::time::Duration;
 use bluegreen_protocol::{Color, CoordinationState};
 use jiff::Timestamp;
 
-use crate::conditions::{self, Health, Reason};
+use crate::conditions::{self, ConditionType, Health, Reason};
+use crate::events::EventReason;
 use crate::observed::{ConfigMapObs, ManualAction, Observed};
 use crate::resource::{
     FlinkBlueGreenDeploymentStatus, MicroTime, Phase, Transition, TransitionRecord,
@@ -88,7 +89,7 @@ impl Planner<'_> {
         self.obs.now
     }
 
-    fn note(&mut self, warning: bool, reason: &'static str, message: impl Into<String>) {
+    fn note(&mut self, warning: bool, reason: EventReason, message: impl Into<String>) {
         self.notes.push(Note {
             warning,
             reason,
@@ -98,13 +99,14 @@ impl Planner<'_> {
 
     /// Records a problem, with a Warning event when the `Degraded` condition does not say it
     /// already (not again on every resync).
-    fn degraded_with_event(&mut self, reason: Reason, message: String) {
-        let reported =
-            self.obs.status.conditions.iter().any(|c| {
-                c.type_ == "Degraded" && c.reason == reason.as_str() && c.message == message
-            });
+    fn degraded_with_event(&mut self, reason: Reason, event: EventReason, message: String) {
+        let reported = self.obs.status.conditions.iter().any(|c| {
+            c.type_ == ConditionType::Degraded.as_str()
+                && c.reason == reason.as_str()
+                && c.message == message
+        });
         if !reported {
-            self.note(true, reason.as_str(), message.clone());
+            self.note(true, event, message.clone());
         }
         self.health.degraded(reason, message);
     }
@@ -164,7 +166,7 @@ impl Planner<'_> {
                 ConfigMapObs::Invalid(why) => {
                     self.note(
                         true,
-                        "ConfigMapRepaired",
+                        EventReason::ConfigMapRepaired,
                         format!("the coordination ConfigMap did not parse ({why}); rewriting it"),
                     );
                     true

@@ -14,6 +14,7 @@ use bluegreen_protocol::Color;
 
 use super::{Action, Planner};
 use crate::conditions::Reason;
+use crate::events::EventReason;
 use crate::observed::{ChildObs, FlinkObs, GateObs, ManualAction};
 use crate::resource::{MicroTime, OutgoingRestart, TasksReady};
 use crate::settings::Settings;
@@ -45,7 +46,7 @@ impl Planner<'_> {
         if let Some(was) = restarted {
             self.note(
                 true,
-                "OutgoingRestarted",
+                EventReason::OutgoingRestarted,
                 format!(
                     "the outgoing job's tasks restarted (start time {started} ms, was {was} ms): it may replay from a checkpoint below W, so its gates count as past W only once it has run minReady again"
                 ),
@@ -148,7 +149,7 @@ impl Planner<'_> {
             .filter(|r| r.ran && r.attempts >= OUTGOING_RESTARTS)
         {
             if self.consume_action(ManualAction::Teardown) {
-                self.note(true, "OutgoingDeleted", format!("the failed outgoing {from} job is deleted by bluegreen.dev/action=teardown; {lost}, and they are lost"));
+                self.note(true, EventReason::OutgoingDeleted, format!("the failed outgoing {from} job is deleted by bluegreen.dev/action=teardown; {lost}, and they are lost"));
                 self.actions.push(Action::DeleteChild(from));
                 return;
             }
@@ -179,7 +180,7 @@ impl Planner<'_> {
                 };
                 self.note(
                     true,
-                    "OutgoingFailed",
+                    EventReason::OutgoingFailed,
                     format!(
                         "the outgoing {from} job failed after W = {w} was set ({error}); {lost}, so it is restarted from it (restart {attempts} of {OUTGOING_RESTARTS}) and stopped with a savepoint once it is past W again"
                     ),

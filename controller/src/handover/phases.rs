@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE, savepoint_trigger_id};
 use crate::conditions::Reason;
+use crate::events::EventReason;
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
 use crate::resource::{MicroTime, Outcome, Phase, RestoreFrom, TasksReady, Transition};
 use crate::settings::{Settings, ToggleRule};
@@ -19,7 +20,7 @@ impl Planner<'_> {
         if self.consume_action(ManualAction::ClearFloor) {
             self.note(
                 true,
-                "ActionRefused",
+                EventReason::ActionRefused,
                 "clear-floor refused: a handover is in progress; set it again once it has finished",
             );
         }
@@ -80,13 +81,17 @@ impl Planner<'_> {
             self.finish_transition(Outcome::Deployed, None);
             self.note(
                 false,
-                "Deployed",
+                EventReason::Deployed,
                 format!("the {} job is running", t.to.suffix()),
             );
             self.health.ready = true;
         } else if child.failed() {
             let why = child.error.unwrap_or_else(|| "the job failed".into());
-            self.degraded_with_event(Reason::FirstDeploymentFailed, why);
+            self.degraded_with_event(
+                Reason::FirstDeploymentFailed,
+                EventReason::FirstDeploymentFailed,
+                why,
+            );
         } else {
             self.health.progressing(
                 Reason::Deploying,
@@ -153,7 +158,11 @@ impl Planner<'_> {
                         }
                     }
                     (Some(_), Some(SavepointObs::Completed(path))) => {
-                        self.note(false, "SavepointCompleted", format!("savepoint at {path}"));
+                        self.note(
+                            false,
+                            EventReason::SavepointCompleted,
+                            format!("savepoint at {path}"),
+                        );
                         self.transition().restore_path = Some(path);
                         self.enter_deploying();
                     }
@@ -204,7 +213,7 @@ impl Planner<'_> {
         } else {
             self.note(
                 true,
-                "SavepointFailed",
+                EventReason::SavepointFailed,
                 format!(
                     "attempt {attempts} of {}: {reason}",
                     settings.savepoint_attempts
@@ -336,7 +345,7 @@ impl Planner<'_> {
         self.transition().toggle = Some(w);
         self.note(
             false,
-            "ToggleProposed",
+            EventReason::ToggleProposed,
             if all_idle && matches!(settings.toggle, ToggleRule::Offset(_)) {
                 format!("W = {w} proposed (outgoing progress {progress}; every outgoing input is idle, so without the toggle offset: what its windows and timers hold goes to the incoming job)")
             } else {
@@ -386,7 +395,7 @@ impl Planner<'_> {
                 self.transition().toggle = Some(raised);
                 self.note(
                     true,
-                    "ToggleRaised",
+                    EventReason::ToggleRaised,
                     format!(
                         "an outgoing gate had already passed {max} > W = {w}; W raised to {raised}"
                     ),
@@ -414,7 +423,7 @@ impl Planner<'_> {
                 self.set_phase(Phase::ToggleSet);
                 self.note(
                     false,
-                    "ToggleSet",
+                    EventReason::ToggleSet,
                     format!("W = {w} set: the outgoing job emits t <= W, the incoming t > W"),
                 );
                 self.health.progressing(
@@ -447,7 +456,7 @@ impl Planner<'_> {
                 self.transition().incoming_ready = None;
                 self.note(
                     true,
-                    "IncomingRestarted",
+                    EventReason::IncomingRestarted,
                     format!(
                         "the incoming job is not running with every task RUNNING (its tasks had run since {} ms); waiting for minReady again",
                         previous.tasks_started_at
@@ -460,7 +469,7 @@ impl Planner<'_> {
         if let Some(was) = restarted {
             self.note(
                 true,
-                "IncomingRestarted",
+                EventReason::IncomingRestarted,
                 format!(
                     "the incoming job's tasks restarted (start time {started} ms, was {was} ms); waiting for minReady again"
                 ),

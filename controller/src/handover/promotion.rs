@@ -5,6 +5,7 @@ use bluegreen_protocol::Color;
 use super::repair::repaired;
 use super::{Action, Planner};
 use crate::conditions::Reason;
+use crate::events::EventReason;
 use crate::observed::{ChildObs, FlinkObs, GateObs, ManualAction};
 use crate::resource::{Phase, Transition, WatermarkWait};
 use crate::settings::Settings;
@@ -25,11 +26,11 @@ impl Planner<'_> {
             // A person's template replaces a forward repair (pending or under way).
             self.transition().forward_repair = None;
             self.apply(t.to, None);
-            self.note(false, "IncomingUpdatedInPlace", "W is set, so the handover can only go forward: the incoming job is updated in place from its own state");
+            self.note(false, EventReason::IncomingUpdatedInPlace, "W is set, so the handover can only go forward: the incoming job is updated in place from its own state");
             return;
         }
         if self.consume_action(ManualAction::Abort) {
-            self.note(true, "ActionRefused", format!("abort refused: W = {w} is set and the outgoing job has dropped records above it; fix the incoming job forward (change the template)"));
+            self.note(true, EventReason::ActionRefused, format!("abort refused: W = {w} is set and the outgoing job has dropped records above it; fix the incoming job forward (change the template)"));
         }
         let Some(incoming) = self.obs.child(t.to).cloned() else {
             self.health.degraded(
@@ -127,7 +128,7 @@ impl Planner<'_> {
         if !idle.is_empty() {
             self.note(
                 false,
-                "PastWByIdleness",
+                EventReason::PastWByIdleness,
                 format!(
                     "the gates of {idle:?} count as past W = {w} because all their inputs are idle"
                 ),
@@ -144,7 +145,7 @@ impl Planner<'_> {
             self.status.failed_template_hash = Some(t.template_hash.clone());
             self.note(
                 false,
-                "ForwardRepaired",
+                EventReason::ForwardRepaired,
                 format!(
                     "{} promoted at W = {w} after its forward repair: it runs the outgoing job's template {}, not {}; change the template to try again",
                     t.to,
@@ -161,7 +162,11 @@ impl Planner<'_> {
         }
         self.transition().waiting_for_watermarks.clear();
         self.set_phase(Phase::ClearToTeardown);
-        self.note(false, "Promoted", format!("{} promoted at W = {w}", t.to));
+        self.note(
+            false,
+            EventReason::Promoted,
+            format!("{} promoted at W = {w}", t.to),
+        );
         self.health.progressing(
             Reason::ClearToTeardown,
             format!("keeping the outgoing job for {:?}", settings.deletion_delay),
@@ -181,7 +186,7 @@ impl Planner<'_> {
             let list: Vec<String> = waits.iter().map(ToString::to_string).collect();
             self.note(
                 false,
-                "WaitingForWatermark",
+                EventReason::WaitingForWatermark,
                 format!("waiting for {}", list.join(", ")),
             );
         }

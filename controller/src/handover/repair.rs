@@ -12,6 +12,7 @@ use bluegreen_protocol::Color;
 
 use super::{Action, Planner};
 use crate::conditions::Reason;
+use crate::events::EventReason;
 use crate::observed::ChildObs;
 use crate::resource::{FlinkBlueGreenDeploymentSpec, ForwardRepair, MicroTime, Transition};
 use crate::settings::Settings;
@@ -92,7 +93,7 @@ impl Planner<'_> {
                 };
                 self.note(
                     true,
-                    "IncomingFailedAfterToggle",
+                    EventReason::IncomingFailedAfterToggle,
                     format!(
                         "the incoming {} job failed after W = {w} was set ({}); {next}",
                         t.to,
@@ -188,7 +189,7 @@ impl Planner<'_> {
         repair.restore_path = Some(checkpoint.clone());
         self.note(
             true,
-            "ForwardRepair",
+            EventReason::ForwardRepair,
             format!(
                 "the incoming {} job has been FAILED for over {grace:?} after W = {w}: redeploying it with the outgoing job's template {template_hash} (the one that last ran well) from its own latest checkpoint {checkpoint}",
                 t.to

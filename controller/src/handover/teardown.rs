@@ -7,6 +7,7 @@ use bluegreen_protocol::Color;
 
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE, stop_trigger_id};
 use crate::conditions::Reason;
+use crate::events::EventReason;
 use crate::observed::{ChildObs, ManualAction, SavepointObs};
 use crate::resource::{MicroTime, Outcome, OutgoingStop, Phase};
 use crate::settings::Settings;
@@ -43,7 +44,7 @@ impl Planner<'_> {
                 .map_or_else(String::new, |p| format!("; its final savepoint is {p}"));
             self.note(
                 false,
-                "HandoverCompleted",
+                EventReason::HandoverCompleted,
                 format!("{} is the only job{stopped}", t.to),
             );
             self.health.ready = true;
@@ -83,7 +84,7 @@ impl Planner<'_> {
                 if stop.savepoint.as_deref() != Some(&path) {
                     self.note(
                         false,
-                        "OutgoingStopped",
+                        EventReason::OutgoingStopped,
                         format!("the outgoing job committed its output and stopped with a savepoint at {path}"),
                     );
                     self.transition().stop.savepoint = Some(path);
@@ -137,7 +138,7 @@ impl Planner<'_> {
     pub(super) fn stop_given_up(&mut self, from: Color, stop: &OutgoingStop) {
         if self.consume_action(ManualAction::Teardown) {
             self.transition().stop.attempts = 0;
-            self.note(false, "OutgoingStopRetried", "retrying the stop-with-savepoint of the outgoing job (bluegreen.dev/action=teardown)");
+            self.note(false, EventReason::OutgoingStopRetried, "retrying the stop-with-savepoint of the outgoing job (bluegreen.dev/action=teardown)");
             self.requeue = ACTIVE_REQUEUE;
             return;
         }
@@ -193,7 +194,7 @@ impl Planner<'_> {
             if drain {
                 self.note(
                     false,
-                    "OutgoingDrained",
+                    EventReason::OutgoingDrained,
                     format!("the outgoing job's watermark is not past W = {w}, only its idle inputs count it past: stopping it with drain, which fires its windows and timers so that their results t <= W are emitted"),
                 );
             }
@@ -224,7 +225,7 @@ impl Planner<'_> {
         if attempts >= settings.savepoint_attempts {
             self.note(
                 true,
-                "OutgoingStopFailed",
+                EventReason::OutgoingStopFailed,
                 format!("the outgoing job could not be stopped with a savepoint after {attempts} attempts (last: {reason}); it is kept running so that its uncommitted output is not discarded"),
             );
             self.health.degraded(
@@ -234,7 +235,7 @@ impl Planner<'_> {
         } else {
             self.note(
                 true,
-                "OutgoingStopFailed",
+                EventReason::OutgoingStopFailed,
                 format!(
                     "stop-with-savepoint attempt {attempts} of {}: {reason}",
                     settings.savepoint_attempts

@@ -23,7 +23,10 @@ fn green_not_running_within_the_grace_period_aborts_and_deletes_it() {
         ]
     );
     assert_eq!(transition(&p).phase, Phase::Aborting);
-    assert_eq!(condition(&p, "Degraded"), ("True", "IncomingNotRunning"));
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "IncomingNotRunning")
+    );
 }
 
 #[test]
@@ -61,14 +64,20 @@ fn an_abort_completes_once_green_is_gone_and_the_template_is_not_retried() {
     );
     assert!(p.status.transition.is_none());
     assert_eq!(p.status.active_color, Some(Color::Blue));
-    assert_eq!(condition(&p, "Degraded"), ("True", "HandoverAborted"));
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "HandoverAborted")
+    );
     // Next reconcile: same template → nothing; the abort reset every per-transition field.
     let mut next = obs.clone();
     next.status = p.status.clone();
     next.configmap = configmap(1, Stage::Running, Color::Blue, Toggle::NotSet);
     let p2 = plan(&next);
     assert!(p2.actions.is_empty());
-    assert_eq!(condition(&p2, "Degraded"), ("True", "HandoverAborted"));
+    assert_eq!(
+        condition(&p2, ConditionType::Degraded),
+        ("True", "HandoverAborted")
+    );
     // A new template tries again, with a fresh epoch and no stale trigger id.
     next.template_hash = "h3".into();
     next.status = p2.status;
@@ -93,7 +102,11 @@ fn an_abort_after_w_is_set_is_refused() {
     let p = plan(&obs);
     assert_eq!(transition(&p).phase, Phase::ToggleSet);
     assert_eq!(p.actions, vec![Action::ClearManualAction]);
-    assert!(p.notes.iter().any(|n| n.reason == "ActionRefused"));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.reason == EventReason::ActionRefused)
+    );
 }
 
 #[test]

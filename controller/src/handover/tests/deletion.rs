@@ -21,7 +21,7 @@ fn final_stop(color: Color) -> Vec<Action> {
     ]
 }
 
-fn reasons(p: &super::super::Plan) -> Vec<&'static str> {
+fn reasons(p: &super::super::Plan) -> Vec<EventReason> {
     p.notes.iter().map(|n| n.reason).collect()
 }
 
@@ -50,10 +50,14 @@ fn before_w_is_set_the_handover_is_aborted_then_blue_is_stopped() {
             "{phase:?}"
         );
         assert_eq!(
-            condition(&p, "Progressing"),
+            condition(&p, ConditionType::Progressing),
             ("True", "DeletionWaitsForHandover")
         );
-        assert_eq!(reasons(&p), ["DeletionWaitsForHandover"], "{phase:?}");
+        assert_eq!(
+            reasons(&p),
+            [EventReason::DeletionWaitsForHandover],
+            "{phase:?}"
+        );
         // The next cleanup, from the status written, says nothing new.
         let again = plan_cleanup(&Observed {
             status: p.status.clone(),
@@ -113,7 +117,7 @@ fn once_w_is_set_the_handover_is_finished_without_a_person_or_the_deletion_delay
         p.actions
     );
     assert_eq!(
-        condition(&p, "Progressing"),
+        condition(&p, ConditionType::Progressing),
         ("True", "DeletionWaitsForHandover")
     );
     // Promoted, the outgoing job is stopped at once, not after the deletion delay.

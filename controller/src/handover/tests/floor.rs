@@ -124,7 +124,11 @@ fn clear_floor_starts_a_new_epoch_without_a_floor_and_is_refused_during_a_handov
         "step 10"
     );
     assert_eq!((p.status.floor, p.status.epoch), (None, 2));
-    assert!(p.notes.iter().any(|n| n.reason == "FloorCleared"));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.reason == EventReason::FloorCleared)
+    );
     let mut during = handover(Phase::ToggleSet, Some(70_000));
     during.status.floor = Some(10_000);
     during.configmap = ConfigMapObs::Valid(
@@ -137,6 +141,6 @@ fn clear_floor_starts_a_new_epoch_without_a_floor_and_is_refused_during_a_handov
     assert!(
         p.notes
             .iter()
-            .any(|n| n.warning && n.reason == "ActionRefused")
+            .any(|n| n.warning && n.reason == EventReason::ActionRefused)
     );
 }

@@ -5,7 +5,9 @@ use bluegreen_protocol::flink::{JobStatus, LifecycleState};
 use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 
 use super::{Action, plan};
+use crate::conditions::ConditionType;
 use crate::error::SpecError;
+use crate::events::EventReason;
 use crate::fixtures::{Scenario, flink_of, gates_of, observed, running, valid};
 use crate::observed::{ConfigMapObs, ManualAction, Observed, SavepointObs};
 use crate::resource::{
@@ -54,15 +56,15 @@ fn at(obs: Observed, rfc3339: &str) -> Observed {
 }
 
 /// Condition `type_` of the status `plan` writes.
-fn cond<'a>(plan: &'a super::Plan, type_: &str) -> &'a crate::resource::Condition {
+fn cond(plan: &super::Plan, type_: ConditionType) -> &crate::resource::Condition {
     plan.status
         .conditions
         .iter()
-        .find(|c| c.type_ == type_)
+        .find(|c| c.type_ == type_.as_str())
         .unwrap_or_else(|| panic!("no {type_} condition"))
 }
 
-fn condition<'a>(plan: &'a super::Plan, type_: &str) -> (&'a str, &'a str) {
+fn condition(plan: &super::Plan, type_: ConditionType) -> (&str, &str) {
     let c = cond(plan, type_);
     (c.status.as_str(), c.reason.as_str())
 }
@@ -75,7 +77,7 @@ fn ready_to_promote(w: i64) -> Observed {
 }
 
 /// The status, reason and message of condition `type_`.
-fn condition_message<'a>(plan: &'a super::Plan, type_: &str) -> (&'a str, &'a str, &'a str) {
+fn condition_message(plan: &super::Plan, type_: ConditionType) -> (&str, &str, &str) {
     let c = cond(plan, type_);
     (c.status.as_str(), c.reason.as_str(), c.message.as_str())
 }

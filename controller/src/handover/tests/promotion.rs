@@ -11,7 +11,7 @@ fn promotion_waits_for_checkpoints_and_both_watermarks() {
         .blue(running("h1", 1, 2, Some(70_000), 71_000));
     let p = plan(&obs);
     assert!(p.actions.is_empty());
-    assert!(condition(&p, "Progressing").1 == "ToggleSet");
+    assert!(condition(&p, ConditionType::Progressing).1 == "ToggleSet");
     let ready = obs.green(running("h2", 1, 2, Some(72_000), 70_001));
     let p = plan(&ready);
     assert_eq!(
@@ -35,7 +35,10 @@ fn manual_promotion_waits_for_the_annotation() {
     obs.valid = valid(|s| s.coordination.promotion = crate::resource::Promotion::Manual);
     let p = plan(&obs);
     assert!(p.actions.is_empty());
-    assert_eq!(condition(&p, "Progressing").1, "AwaitingPromotion");
+    assert_eq!(
+        condition(&p, ConditionType::Progressing).1,
+        "AwaitingPromotion"
+    );
     obs.action = Some(ManualAction::Promote);
     let p = plan(&obs);
     assert_eq!(transition(&p).phase, Phase::ClearToTeardown);
@@ -67,7 +70,7 @@ fn a_template_change_after_w_is_set_updates_green_in_place() {
     next.green.as_mut().unwrap().upgrading = true;
     let p = plan(&next);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
-    let (_, reason, message) = condition_message(&p, "Progressing");
+    let (_, reason, message) = condition_message(&p, ConditionType::Progressing);
     assert_eq!(reason, "ToggleSet");
     assert!(message.contains("updated template"), "{message}");
     // Applied: promoted.
@@ -88,7 +91,7 @@ fn green_failing_after_w_is_set_is_degraded_but_never_aborted() {
     assert!(p.actions.is_empty());
     assert_eq!(transition(&p).phase, Phase::ToggleSet);
     assert_eq!(
-        condition(&p, "Degraded"),
+        condition(&p, ConditionType::Degraded),
         ("True", "IncomingFailedAfterToggle")
     );
 }
@@ -98,5 +101,8 @@ fn green_deleted_after_w_is_set_is_not_recreated_from_the_old_savepoint() {
     let obs = handover(Phase::ToggleSet, Some(70_000)).without(Color::Green);
     let p = plan(&obs);
     assert!(p.actions.is_empty());
-    assert_eq!(condition(&p, "Degraded").1, "IncomingMissingAfterToggle");
+    assert_eq!(
+        condition(&p, ConditionType::Degraded).1,
+        "IncomingMissingAfterToggle"
+    );
 }

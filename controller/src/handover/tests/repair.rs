@@ -40,7 +40,7 @@ fn repair(p: &crate::handover::Plan) -> &crate::resource::ForwardRepair {
         .expect("forward repair")
 }
 
-fn noted(p: &crate::handover::Plan, reason: &str) -> bool {
+fn noted(p: &crate::handover::Plan, reason: EventReason) -> bool {
     p.notes.iter().any(|n| n.reason == reason)
 }
 
@@ -64,9 +64,9 @@ fn an_incoming_job_failing_after_w_is_set_is_repaired_forward_only_after_the_gra
     assert_eq!(r.failed_since, time("2026-01-01T01:00:00Z"));
     assert_eq!(r.failed_job_id.as_deref(), Some("green-1"));
     assert_eq!(r.started_at, None);
-    assert!(noted(&p, "IncomingFailedAfterToggle"));
+    assert!(noted(&p, EventReason::IncomingFailedAfterToggle));
     assert_eq!(
-        condition(&p, "Degraded"),
+        condition(&p, ConditionType::Degraded),
         ("True", "IncomingFailedAfterToggle")
     );
     // Within the grace (2m by default): still nothing; the failure time is kept.
@@ -76,7 +76,7 @@ fn an_incoming_job_failing_after_w_is_set_is_repaired_forward_only_after_the_gra
     assert!(p2.actions.is_empty(), "{:?}", p2.actions);
     assert_eq!(repair(&p2).failed_since, time("2026-01-01T01:00:00Z"));
     assert!(
-        !noted(&p2, "IncomingFailedAfterToggle"),
+        !noted(&p2, EventReason::IncomingFailedAfterToggle),
         "one event per failure"
     );
     // After the grace: the intent (template, checkpoint) is in the status the action follows.
@@ -100,10 +100,13 @@ fn an_incoming_job_failing_after_w_is_set_is_repaired_forward_only_after_the_gra
     assert_eq!(r.template_hash.as_deref(), Some("h1"));
     assert_eq!(r.restore_path.as_deref(), Some("file:///cp/green-1/chk-7"));
     assert!(!r.redeployed);
-    assert!(noted(&p3, "ForwardRepair"));
+    assert!(noted(&p3, EventReason::ForwardRepair));
     assert_eq!(transition(&p3).phase, Phase::ToggleSet, "never aborted");
     assert_eq!(transition(&p3).template_hash, "h2");
-    assert_eq!(condition(&p3, "Progressing"), ("True", "ForwardRepairing"));
+    assert_eq!(
+        condition(&p3, ConditionType::Progressing),
+        ("True", "ForwardRepairing")
+    );
 }
 
 #[test]
@@ -121,9 +124,9 @@ fn forward_repair_never_restores_the_handovers_starting_savepoint() {
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert_eq!(repair(&p).started_at, None);
-    let (status, reason) = condition(&p, "Degraded");
+    let (status, reason) = condition(&p, ConditionType::Degraded);
     assert_eq!((status, reason), ("True", "IncomingFailedAfterToggle"));
-    let message = &cond(&p, "Degraded").message;
+    let message = &cond(&p, ConditionType::Degraded).message;
     assert!(
         message.contains("no completed checkpoint of its own"),
         "{message}"
@@ -152,7 +155,7 @@ fn forward_repair_needs_the_spec_the_outgoing_job_runs() {
     let p = plan(&stale);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert_eq!(
-        condition(&p, "Degraded"),
+        condition(&p, ConditionType::Degraded),
         ("True", "IncomingFailedAfterToggle")
     );
 }
@@ -186,7 +189,7 @@ fn forward_repair_off_waits_for_a_person() {
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert_eq!(
-        condition(&p, "Degraded"),
+        condition(&p, ConditionType::Degraded),
         ("True", "IncomingFailedAfterToggle")
     );
 }
@@ -211,17 +214,26 @@ fn a_repair_is_resent_after_a_restart_until_the_child_runs_the_outgoing_template
     // A crash after the status write: green still carries h2, so the same step is sent again.
     let p = plan(&repairing(failed_green(), "2026-01-01T01:02:05Z", false));
     assert_eq!(p.actions, vec![repair_action()]);
-    assert!(!noted(&p, "ForwardRepair"), "the event was published once");
+    assert!(
+        !noted(&p, EventReason::ForwardRepair),
+        "the event was published once"
+    );
     // Applied (green annotated h1) but the Flink operator has not redeployed yet: wait.
     let mut applied = failed_green();
     applied.template_hash = Some("h1".into());
     let p = plan(&repairing(applied.clone(), "2026-01-01T01:02:30Z", false));
     assert!(p.actions.is_empty(), "{:?}", p.actions);
-    assert_eq!(condition(&p, "Progressing"), ("True", "ForwardRepairing"));
+    assert_eq!(
+        condition(&p, ConditionType::Progressing),
+        ("True", "ForwardRepairing")
+    );
     // No redeploy within abortGracePeriod (10m): the status says so, still nothing is aborted.
     let p = plan(&repairing(applied, "2026-01-01T01:12:30Z", false));
     assert!(p.actions.is_empty(), "{:?}", p.actions);
-    assert_eq!(condition(&p, "Degraded"), ("True", "ForwardRepairFailed"));
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "ForwardRepairFailed")
+    );
     assert_eq!(transition(&p).phase, Phase::ToggleSet);
 }
 
@@ -245,7 +257,7 @@ fn a_repaired_incoming_job_is_followed_to_promotion_with_the_outgoing_template()
     assert_eq!(p.status.deployed_spec, Some(deployed_v1()));
     assert_eq!(p.status.failed_template_hash.as_deref(), Some("h2"));
     assert_eq!(p.status.deployed_redeploy_nonce, None);
-    assert!(noted(&p, "ForwardRepaired"));
+    assert!(noted(&p, EventReason::ForwardRepaired));
 }
 
 #[test]
@@ -255,13 +267,19 @@ fn a_repaired_incoming_job_that_fails_again_waits_for_a_person() {
     again.job_id = Some("green-2".into());
     let p = plan(&repairing(again.clone(), "2026-01-01T02:00:00Z", true));
     assert!(p.actions.is_empty(), "{:?}", p.actions);
-    assert_eq!(condition(&p, "Degraded"), ("True", "ForwardRepairFailed"));
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "ForwardRepairFailed")
+    );
     assert_eq!(transition(&p).phase, Phase::ToggleSet);
     // A new job id alone shows the redeploy, even if its FAILED came before we looked.
     let p = plan(&repairing(again, "2026-01-01T01:02:30Z", false));
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert!(repair(&p).redeployed);
-    assert_eq!(condition(&p, "Degraded"), ("True", "ForwardRepairFailed"));
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "ForwardRepairFailed")
+    );
 }
 
 #[test]
@@ -324,7 +342,7 @@ fn a_repaired_handover_finishes_with_history_and_stays_degraded_until_the_templa
         .expect("the history keeps the repair");
     assert_eq!(r.restore_path.as_deref(), Some("file:///cp/green-1/chk-7"));
     assert_eq!(
-        condition(&p, "Degraded"),
+        condition(&p, ConditionType::Degraded),
         ("True", "ForwardRepaired"),
         "said at once, as an abort is"
     );
@@ -337,7 +355,10 @@ fn a_repaired_handover_finishes_with_history_and_stays_degraded_until_the_templa
     let p = plan(&steady);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert!(p.status.transition.is_none());
-    assert_eq!(condition(&p, "Degraded"), ("True", "ForwardRepaired"));
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "ForwardRepaired")
+    );
     // A new template starts a handover again.
     steady.template_hash = "h3".into();
     let p = plan(&steady);

@@ -12,7 +12,10 @@ fn a_template_change_starts_with_a_savepoint_and_leaves_the_configmap_alone() {
         (Phase::Snapshotting, Some(Color::Blue), Color::Green, 1)
     );
     assert_eq!(p.status.epoch, 0);
-    assert_eq!(condition(&p, "Progressing"), ("True", "Snapshotting"));
+    assert_eq!(
+        condition(&p, ConditionType::Progressing),
+        ("True", "Snapshotting")
+    );
 }
 
 #[test]
@@ -71,7 +74,10 @@ fn a_failed_savepoint_is_retried_after_backoff_then_the_handover_is_given_up() {
     let p3 = plan(&last);
     assert!(p3.status.transition.is_none());
     assert!(p3.actions.is_empty(), "{:?}", p3.actions);
-    assert_eq!(condition(&p3, "Degraded"), ("True", "SavepointFailed"));
+    assert_eq!(
+        condition(&p3, ConditionType::Degraded),
+        ("True", "SavepointFailed")
+    );
     assert_eq!(p3.status.failed_template_hash.as_deref(), Some("h2"));
     assert_eq!(p3.status.history[0].outcome, Outcome::Aborted);
 }

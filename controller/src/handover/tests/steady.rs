@@ -18,7 +18,7 @@ fn first_deployment_writes_initializing_then_creates_blue() {
         ]
     );
     assert_eq!(transition(&p).phase, Phase::Deploying);
-    assert_eq!(condition(&p, "Ready").0, "False");
+    assert_eq!(condition(&p, ConditionType::Ready).0, "False");
 }
 
 #[test]
@@ -48,7 +48,7 @@ fn first_deployment_completes_when_blue_runs() {
     );
     assert_eq!(p.status.active_color, Some(Color::Blue));
     assert!(p.status.transition.is_none());
-    assert_eq!(condition(&p, "Ready"), ("True", "Running"));
+    assert_eq!(condition(&p, ConditionType::Ready), ("True", "Running"));
     assert_eq!(p.status.history[0].outcome, Outcome::Deployed);
 }
 
@@ -56,8 +56,8 @@ fn first_deployment_completes_when_blue_runs() {
 fn steady_state_without_changes_does_nothing() {
     let p = plan(&steady_blue("h1"));
     assert!(p.actions.is_empty(), "{:?}", p.actions);
-    assert_eq!(condition(&p, "Ready").0, "True");
-    assert_eq!(condition(&p, "Degraded").0, "False");
+    assert_eq!(condition(&p, ConditionType::Ready).0, "True");
+    assert_eq!(condition(&p, ConditionType::Degraded).0, "False");
 }
 
 #[test]
@@ -86,9 +86,9 @@ fn an_invalid_spec_changes_nothing_that_runs() {
     let p = plan(&obs);
     assert!(p.actions.is_empty());
     assert!(p.status.transition.is_none());
-    let (status, reason) = condition(&p, "Degraded");
+    let (status, reason) = condition(&p, ConditionType::Degraded);
     assert_eq!((status, reason), ("True", "InvalidSpec"));
-    let message = &cond(&p, "Degraded").message;
+    let message = &cond(&p, ConditionType::Degraded).message;
     assert!(
         message.contains("spec.coordination.abortGracePeriod"),
         "{message}"
@@ -101,7 +101,10 @@ fn a_hand_edited_configmap_that_cannot_be_reconciled_stops_the_controller() {
     obs.configmap = configmap(1, Stage::Transitioning, Color::Green, Toggle::Set(5));
     let p = plan(&obs);
     assert!(p.actions.is_empty());
-    assert_eq!(condition(&p, "Degraded").1, "ConfigMapDiverged");
+    assert_eq!(
+        condition(&p, ConditionType::Degraded).1,
+        "ConfigMapDiverged"
+    );
 }
 
 #[test]
@@ -118,7 +121,11 @@ fn a_configmap_that_does_not_parse_is_rewritten() {
             Toggle::NotSet
         )]
     );
-    assert!(p.notes.iter().any(|n| n.reason == "ConfigMapRepaired"));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.reason == EventReason::ConfigMapRepaired)
+    );
 }
 
 #[test]
@@ -149,7 +156,7 @@ fn a_template_crossing_flink_major_versions_is_refused_naming_the_field() {
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert!(p.status.transition.is_none());
-    let degraded = cond(&p, "Degraded");
+    let degraded = cond(&p, ConditionType::Degraded);
     assert_eq!(degraded.reason, "InvalidSpec");
     assert!(
         degraded.message.contains("spec.template.spec.flinkVersion")
@@ -181,7 +188,7 @@ fn a_suspended_job_is_reported_as_suspended_not_running() {
     assert!(
         p.notes
             .iter()
-            .any(|n| !n.warning && n.reason == "Suspending"),
+            .any(|n| !n.warning && n.reason == EventReason::Suspending),
         "{:?}",
         p.notes
     );
@@ -193,9 +200,12 @@ fn a_suspended_job_is_reported_as_suspended_not_running() {
     blue.flink = None;
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
-    assert_eq!(condition(&p, "Ready"), ("False", "Suspended"));
-    assert_eq!(condition(&p, "Degraded"), ("False", "AsExpected"));
-    assert_eq!(condition(&p, "Progressing"), ("False", "Idle"));
+    assert_eq!(condition(&p, ConditionType::Ready), ("False", "Suspended"));
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("False", "AsExpected")
+    );
+    assert_eq!(condition(&p, ConditionType::Progressing), ("False", "Idle"));
 }
 
 #[test]
@@ -217,9 +227,9 @@ fn a_blocked_handover_is_not_reported_as_idle() {
     });
     let p = plan(&obs);
     let (ready, degraded, progressing) = (
-        cond(&p, "Ready"),
-        cond(&p, "Degraded"),
-        cond(&p, "Progressing"),
+        cond(&p, ConditionType::Ready),
+        cond(&p, ConditionType::Degraded),
+        cond(&p, ConditionType::Progressing),
     );
     assert_eq!(degraded.status, "True");
     assert_eq!(ready.status, "False");
@@ -240,10 +250,10 @@ fn steady_blue_gates_in_trouble(problem: Option<&str>, now: &str) -> Observed {
     obs
 }
 
-fn holding_notes(p: &crate::handover::Plan) -> Vec<(bool, &'static str)> {
+fn holding_notes(p: &crate::handover::Plan) -> Vec<(bool, EventReason)> {
     p.notes
         .iter()
-        .filter(|n| n.reason.starts_with("Gates"))
+        .filter(|n| n.reason.as_str().starts_with("Gates"))
         .map(|n| (n.warning, n.reason))
         .collect()
 }
@@ -260,23 +270,29 @@ fn gates_that_hold_or_cannot_reach_their_source_degrade_a_steady_job_after_the_g
         p.status.gates_trouble_since,
         Some(time("2026-01-01T00:00:00Z"))
     );
-    assert_eq!(condition(&p, "Ready"), ("True", "Running"));
-    assert_eq!(condition(&p, "Degraded"), ("False", "AsExpected"));
+    assert_eq!(condition(&p, ConditionType::Ready), ("True", "Running"));
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("False", "AsExpected")
+    );
     assert!(p.requeue_after <= crate::handover::gates::GATES_GRACE);
     assert!(holding_notes(&p).is_empty());
     // Still within the grace.
     let mut obs = steady_blue_gates_in_trouble(Some(problem), "2026-01-01T00:00:20Z");
     obs.status = p.status;
     let p = plan(&obs);
-    assert_eq!(condition(&p, "Degraded").0, "False");
+    assert_eq!(condition(&p, ConditionType::Degraded).0, "False");
     assert_eq!(p.requeue_after, std::time::Duration::from_secs(10));
     // Past the grace: Degraded and not Ready, naming the gates' own words; one Warning event.
     let mut obs = steady_blue_gates_in_trouble(Some(problem), "2026-01-01T00:00:31Z");
     obs.status = p.status;
     let p = plan(&obs);
-    assert_eq!(condition(&p, "Degraded"), ("True", "GatesHolding"));
-    assert_eq!(condition(&p, "Ready"), ("False", "NotReady"));
-    let degraded = cond(&p, "Degraded");
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "GatesHolding")
+    );
+    assert_eq!(condition(&p, ConditionType::Ready), ("False", "NotReady"));
+    let degraded = cond(&p, ConditionType::Degraded);
     assert!(degraded.message.contains(problem), "{}", degraded.message);
     assert!(
         degraded
@@ -285,22 +301,28 @@ fn gates_that_hold_or_cannot_reach_their_source_degrade_a_steady_job_after_the_g
         "{}",
         degraded.message
     );
-    assert_eq!(holding_notes(&p), [(true, "GatesHolding")]);
+    assert_eq!(holding_notes(&p), [(true, EventReason::GatesHolding)]);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     // Still so a minute later: the same condition, no second event.
     let mut obs = steady_blue_gates_in_trouble(Some(problem), "2026-01-01T00:01:31Z");
     obs.status = p.status;
     let p = plan(&obs);
-    assert_eq!(condition(&p, "Degraded"), ("True", "GatesHolding"));
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "GatesHolding")
+    );
     assert!(holding_notes(&p).is_empty(), "{:?}", p.notes);
     // Recovered: healthy at once, said with a Normal event.
     let mut obs = at(steady_blue("h1"), "2026-01-01T00:01:40Z");
     obs.status = p.status;
     let p = plan(&obs);
-    assert_eq!(condition(&p, "Degraded"), ("False", "AsExpected"));
-    assert_eq!(condition(&p, "Ready"), ("True", "Running"));
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("False", "AsExpected")
+    );
+    assert_eq!(condition(&p, ConditionType::Ready), ("True", "Running"));
     assert_eq!(p.status.gates_trouble_since, None);
-    assert_eq!(holding_notes(&p), [(false, "GatesRecovered")]);
+    assert_eq!(holding_notes(&p), [(false, EventReason::GatesRecovered)]);
 }
 
 #[test]
@@ -317,13 +339,16 @@ fn gates_trouble_that_clears_within_the_grace_is_never_reported() {
     let mut obs = steady_blue_gates_in_trouble(None, "2026-01-01T00:00:45Z");
     obs.status = p.status;
     let p = plan(&obs);
-    assert_eq!(condition(&p, "Degraded").0, "False");
+    assert_eq!(condition(&p, ConditionType::Degraded).0, "False");
     assert!(p.notes.is_empty(), "{:?}", p.notes);
     // A worse problem is reported instead: the active job failed.
     let mut obs = steady_blue_gates_in_trouble(None, "2026-01-01T00:01:00Z");
     obs.status = p.status;
     obs.blue.as_mut().unwrap().job_state = Some(JobStatus::Failed.into());
-    assert_eq!(condition(&plan(&obs), "Degraded").1, "ActiveJobFailed");
+    assert_eq!(
+        condition(&plan(&obs), ConditionType::Degraded).1,
+        "ActiveJobFailed"
+    );
 }
 
 #[test]
@@ -341,19 +366,19 @@ fn a_refused_first_deployment_reaches_every_condition_whole_with_one_warning_eve
     blue.flink = None;
     let obs = obs.blue(blue);
     let p = plan(&obs);
-    let get = |type_: &str| cond(&p, type_);
-    let degraded = get("Degraded");
+    let get = |type_: ConditionType| cond(&p, type_);
+    let degraded = get(ConditionType::Degraded);
     assert_eq!(
         (degraded.status.as_str(), degraded.reason.as_str()),
         ("True", "FirstDeploymentFailed")
     );
     assert_eq!(degraded.message, refusal);
-    assert_eq!(get("Ready").message, refusal);
-    assert!(get("Progressing").message.ends_with(&refusal));
-    assert_eq!(get("Progressing").status, "False");
+    assert_eq!(get(ConditionType::Ready).message, refusal);
+    assert!(get(ConditionType::Progressing).message.ends_with(&refusal));
+    assert_eq!(get(ConditionType::Progressing).status, "False");
     let warnings: Vec<_> = p.notes.iter().filter(|n| n.warning).collect();
     assert_eq!(warnings.len(), 1, "{:?}", p.notes);
-    assert_eq!(warnings[0].reason, "FirstDeploymentFailed");
+    assert_eq!(warnings[0].reason, EventReason::FirstDeploymentFailed);
     assert!(
         warnings[0]
             .message

@@ -69,7 +69,7 @@ fn teardown_waits_for_the_deletion_delay_then_deletes_blue_then_finishes() {
     assert_eq!(p.status.floor, Some(70_000));
     assert_eq!(p.status.history[0].outcome, Outcome::Promoted);
     assert_eq!(p.status.history[0].toggle, Some(70_000));
-    assert_eq!(condition(&p, "Ready").0, "True");
+    assert_eq!(condition(&p, ConditionType::Ready).0, "True");
 }
 
 #[test]
@@ -133,7 +133,11 @@ fn an_outgoing_job_past_w_only_by_idle_inputs_is_stopped_with_drain() {
         transition(&p).stop.drain,
         "the drain is recorded with the trigger"
     );
-    assert!(p.notes.iter().any(|n| n.reason == "OutgoingDrained"));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.reason == EventReason::OutgoingDrained)
+    );
     // Resent after a crash: the same trigger, drained again, whatever the gates say now.
     let mut resend = tearing_down(
         OutgoingStop {
@@ -223,7 +227,11 @@ fn teardown_never_deletes_a_running_outgoing_job_before_its_stop_completes() {
         transition(&p).stop.savepoint.as_deref(),
         Some("file:///sp/final")
     );
-    assert!(p.notes.iter().any(|n| n.reason == "OutgoingStopped"));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.reason == EventReason::OutgoingStopped)
+    );
 }
 
 #[test]
@@ -259,7 +267,7 @@ fn a_failed_stop_is_retried_with_backoff_then_the_job_is_kept_and_degraded() {
     assert!(
         p.notes
             .iter()
-            .any(|n| n.warning && n.reason == "OutgoingStopFailed")
+            .any(|n| n.warning && n.reason == EventReason::OutgoingStopFailed)
     );
     let mut again = obs.clone();
     again.status = p.status.clone();
@@ -284,13 +292,19 @@ fn a_failed_stop_is_retried_with_backoff_then_the_job_is_kept_and_degraded() {
     );
     let p = plan(&at(obs, "2026-01-01T00:10:01Z"));
     assert!(p.actions.is_empty(), "{:?}", p.actions);
-    assert_eq!(condition(&p, "Degraded"), ("True", "OutgoingStopFailed"));
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "OutgoingStopFailed")
+    );
     let mut given_up = tearing_down(OutgoingStop::default(), None);
     given_up.status = p.status.clone();
     let p = plan(&at(given_up.clone(), "2026-01-01T01:00:00Z"));
     assert!(p.actions.is_empty(), "never cancelled: {:?}", p.actions);
-    assert_eq!(condition(&p, "Degraded"), ("True", "OutgoingStopFailed"));
-    let message = &cond(&p, "Degraded").message;
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "OutgoingStopFailed")
+    );
+    let message = &cond(&p, ConditionType::Degraded).message;
     assert!(
         message.contains("bluegreen.dev/action=teardown"),
         "{message}"
@@ -353,14 +367,14 @@ fn a_failed_outgoing_job_is_restarted_from_its_checkpoint_never_deleted() {
             (1_001, 1, false)
         );
         assert_eq!(
-            condition(&p, "Degraded"),
+            condition(&p, ConditionType::Degraded),
             ("True", "OutgoingFailed"),
             "{phase:?}"
         );
         assert!(
             p.notes
                 .iter()
-                .any(|n| n.warning && n.reason == "OutgoingFailed"),
+                .any(|n| n.warning && n.reason == EventReason::OutgoingFailed),
             "{phase:?}: {:?}",
             p.notes
         );
@@ -416,7 +430,10 @@ fn a_restart_of_the_outgoing_job_is_resent_until_applied_then_retried_if_it_fail
     });
     let given_up = plan(&obs);
     assert!(given_up.actions.is_empty());
-    assert_eq!(condition(&given_up, "Degraded").1, "OutgoingRestartFailed");
+    assert_eq!(
+        condition(&given_up, ConditionType::Degraded).1,
+        "OutgoingRestartFailed"
+    );
     obs.action = Some(ManualAction::Teardown);
     assert_eq!(
         plan(&obs).actions,
@@ -432,8 +449,15 @@ fn a_restarted_outgoing_job_is_stopped_only_after_min_ready_past_w() {
     blue.flink.as_mut().unwrap().tasks_started_at = Some(5_000);
     let p = plan(&at(obs.clone(), "2026-01-01T00:00:00Z"));
     assert!(p.actions.is_empty(), "{:?}", p.actions);
-    assert_eq!(condition(&p, "Progressing").1, "OutgoingNotReady");
-    assert!(p.notes.iter().any(|n| n.reason == "OutgoingRestarted"));
+    assert_eq!(
+        condition(&p, ConditionType::Progressing).1,
+        "OutgoingNotReady"
+    );
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.reason == EventReason::OutgoingRestarted)
+    );
     // minReady (10 s) later with the same start time, past W: stopped.
     obs.status = p.status;
     let later = plan(&at(obs.clone(), "2026-01-01T00:00:11Z"));

@@ -59,7 +59,7 @@ fn w_is_proposed_only_once_the_incoming_job_has_run_min_ready() {
             .map(|r| r.since.clone()),
         Some(time("2026-01-01T00:00:05Z"))
     );
-    let (status, reason, message) = condition_message(&p, "Progressing");
+    let (status, reason, message) = condition_message(&p, ConditionType::Progressing);
     assert_eq!((status, reason), ("True", "IncomingNotReady"));
     assert!(message.contains("before W is proposed"), "{message}");
     // 9.9 s later: still waiting.
@@ -88,7 +88,10 @@ fn w_is_proposed_only_once_the_incoming_job_has_run_min_ready() {
         Some(crate::fixtures::TASKS_STARTED_AT + 1);
     let p = plan(&restarted);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
-    assert_eq!(condition(&p, "Progressing"), ("True", "IncomingNotReady"));
+    assert_eq!(
+        condition(&p, ConditionType::Progressing),
+        ("True", "IncomingNotReady")
+    );
 }
 
 #[test]
@@ -110,9 +113,10 @@ fn an_outgoing_job_whose_inputs_are_all_idle_gets_w_at_its_progress_without_the_
         "W at the progress: the pending window (1_999) belongs to green, which fires it"
     );
     assert!(
-        p.notes.iter().any(
-            |n| n.reason == "ToggleProposed" && n.message.contains("without the toggle offset")
-        ),
+        p.notes
+            .iter()
+            .any(|n| n.reason == EventReason::ToggleProposed
+                && n.message.contains("without the toggle offset")),
         "{:?}",
         p.notes
     );
@@ -134,7 +138,10 @@ fn an_outgoing_job_without_gates_cannot_hand_over() {
     flink_of(&mut obs, Color::Blue).gates = None;
     let p = plan(&obs);
     assert!(p.actions.is_empty());
-    assert_eq!(condition(&p, "Progressing"), ("True", "NoGateMetrics"));
+    assert_eq!(
+        condition(&p, ConditionType::Progressing),
+        ("True", "NoGateMetrics")
+    );
 }
 
 #[test]
@@ -179,7 +186,7 @@ fn an_outgoing_gate_seen_earlier_in_the_handover_and_missing_now_has_not_acknowl
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "W is not set: {:?}", p.actions);
     assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
-    let (_, reason, message) = condition_message(&p, "Progressing");
+    let (_, reason, message) = condition_message(&p, ConditionType::Progressing);
     assert_eq!(reason, "GatesNotAcknowledged");
     assert!(message.contains("1 of 1 on vertex sink-b"), "{message}");
     // The layout is kept (the most seen per vertex), not shrunk to what reports now.
@@ -206,7 +213,7 @@ fn an_outgoing_gate_seen_earlier_in_the_handover_and_missing_now_has_not_acknowl
         "{:?}",
         p.actions
     );
-    let (_, reason, message) = condition_message(&p, "Progressing");
+    let (_, reason, message) = condition_message(&p, ConditionType::Progressing);
     assert_eq!(reason, "OutgoingNotReady");
     assert!(message.contains("sink-b"), "{message}");
 }
@@ -277,11 +284,14 @@ fn w_is_not_set_when_the_incoming_job_restarted_since_the_last_look() {
         }),
         "the readiness timer starts again"
     );
-    assert_eq!(condition(&p, "Progressing"), ("True", "IncomingNotReady"));
+    assert_eq!(
+        condition(&p, ConditionType::Progressing),
+        ("True", "IncomingNotReady")
+    );
     assert!(
         p.notes
             .iter()
-            .any(|n| n.warning && n.reason == "IncomingRestarted")
+            .any(|n| n.warning && n.reason == EventReason::IncomingRestarted)
     );
 }
 
@@ -293,14 +303,17 @@ fn w_is_set_only_once_the_incoming_job_has_run_min_ready_without_a_restart() {
     assert!(!sets_w(&p), "{:?}", p.actions);
     let ready = transition(&p).incoming_ready.clone().expect("recorded");
     assert_eq!(ready.since, time("2026-01-01T00:00:00Z"));
-    let message = &cond(&p, "Progressing").message;
+    let message = &cond(&p, ConditionType::Progressing).message;
     assert!(message.contains("every task RUNNING"), "{message}");
     // 9 s later (minReady is 10 s by default): still waiting, the record unchanged.
     let seen = Some((ready.tasks_started_at, "2026-01-01T00:00:00Z"));
     let p = plan(&confirming(started, seen, "2026-01-01T00:00:09Z"));
     assert!(!sets_w(&p), "{:?}", p.actions);
     assert_eq!(transition(&p).incoming_ready.as_ref(), Some(&ready));
-    assert_eq!(condition(&p, "Progressing").1, "IncomingNotReady");
+    assert_eq!(
+        condition(&p, ConditionType::Progressing).1,
+        "IncomingNotReady"
+    );
     // 10 s: W is set.
     let p = plan(&confirming(started, seen, "2026-01-01T00:00:10Z"));
     assert!(sets_w(&p), "{:?}", p.actions);
@@ -322,7 +335,10 @@ fn an_incoming_job_with_a_task_that_is_not_running_is_not_ready() {
     let p = plan(&confirming(None, seen, "2026-01-01T00:00:30Z"));
     assert!(!sets_w(&p), "{:?}", p.actions);
     assert_eq!(transition(&p).incoming_ready, None, "the wait starts again");
-    assert_eq!(condition(&p, "Progressing").1, "IncomingNotReady");
+    assert_eq!(
+        condition(&p, ConditionType::Progressing).1,
+        "IncomingNotReady"
+    );
     // The job itself is RESTARTING.
     let mut obs = confirming(
         Some(crate::fixtures::TASKS_STARTED_AT),
@@ -403,7 +419,10 @@ fn a_new_stage_with_a_stale_maximum_does_not_acknowledge_a_raised_w() {
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert_eq!(transition(&p).phase, Phase::ConfirmingToggle);
-    assert_eq!(condition(&p, "Progressing").1, "GatesNotAcknowledged");
+    assert_eq!(
+        condition(&p, ConditionType::Progressing).1,
+        "GatesNotAcknowledged"
+    );
 }
 
 #[test]
@@ -441,7 +460,11 @@ fn every_gate_subtask_must_acknowledge_and_pass_w() {
             toggle: w
         }]
     );
-    assert!(p.notes.iter().any(|n| n.reason == "WaitingForWatermark"));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.reason == EventReason::WaitingForWatermark)
+    );
 }
 
 #[test]
@@ -458,7 +481,11 @@ fn an_idle_gate_counts_as_past_w_and_the_status_says_so() {
     let p = plan(&obs);
     assert_eq!(transition(&p).phase, Phase::ClearToTeardown);
     assert_eq!(transition(&p).past_w_by_idleness, vec![Color::Blue]);
-    assert!(p.notes.iter().any(|n| n.reason == "PastWByIdleness"));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.reason == EventReason::PastWByIdleness)
+    );
 }
 
 #[test]
@@ -472,7 +499,7 @@ fn gates_not_acknowledging_w_name_the_cause_they_report() {
         .green(running("h2", 1, 0, None, i64::MIN))
         .blue(blue);
     let waiting = plan(&obs);
-    let progressing = cond(&waiting, "Progressing");
+    let progressing = cond(&waiting, ConditionType::Progressing);
     assert_eq!(progressing.reason, "GatesNotAcknowledged");
     assert!(
         progressing.message.contains(problem),
