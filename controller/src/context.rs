@@ -6,13 +6,7 @@ use kube::core::GroupVersionKind;
 use kube::runtime::events::{Recorder, Reporter};
 
 use crate::metrics::Metrics;
-
-/// The field manager of everything the controller writes.
-pub const FIELD_MANAGER: &str = "bluegreen-controller";
-/// The annotation for manual operations (`promote`, `abort`, `teardown`).
-pub const ACTION_ANNOTATION: &str = "bluegreen.dev/action";
-/// The finalizer that runs the deletion policy.
-pub const FINALIZER: &str = "bluegreen.dev/cleanup";
+use crate::names::FIELD_MANAGER;
 
 /// Shared state of the reconciler.
 #[derive(Clone)]

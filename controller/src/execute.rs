@@ -13,11 +13,12 @@ use serde_json::json;
 
 use crate::checks::{ValidSpec, validate_spec};
 use crate::child::{ChildContext, build, child_name};
-use crate::context::{ACTION_ANNOTATION, Context, FIELD_MANAGER, flink_deployment_resource};
+use crate::context::{Context, flink_deployment_resource};
 use crate::error::{Error, Result, SpecError};
 use crate::flink_rest::FlinkRest;
 use crate::gate_rbac;
 use crate::handover::{Action, Note, Plan};
+use crate::names::{ACTION_ANNOTATION, FIELD_MANAGER};
 use crate::resource::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus,
 };

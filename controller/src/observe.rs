@@ -12,11 +12,13 @@ use serde_json::Value;
 
 use crate::checks::validate_resource;
 use crate::child::{ANNOTATION_TEMPLATE_HASH, child_name, spec_hash};
-use crate::context::{ACTION_ANNOTATION, Context, flink_deployment_resource};
+use crate::context::{Context, flink_deployment_resource};
 use crate::error::{Error, Result};
 use crate::flink_rest::FlinkRest;
 use crate::handover::{ends_handover_first, final_savepoint_trigger_id};
-use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, JobState, ManualAction, Observed};
+use crate::names::ACTION_ANNOTATION;
+use crate::names::ManualAction;
+use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, JobState, Observed};
 use crate::resource::{DeletionPolicy, FlinkBlueGreenDeployment, Phase};
 
 /// Observes one resource. REST failures are not errors: that child's `flink` is `None` and the

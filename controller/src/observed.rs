@@ -10,34 +10,8 @@ use jiff::Timestamp;
 
 use crate::checks::ValidSpec;
 use crate::error::SpecError;
+use crate::names::ManualAction;
 use crate::resource::{FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus};
-
-/// A manual operation requested with the `bluegreen.dev/action` annotation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ManualAction {
-    /// Promote now (manual promotion), once both watermarks are past W.
-    Promote,
-    /// Abort the handover (only before W is set).
-    Abort,
-    /// Delete the outgoing job now instead of after the deletion delay.
-    Teardown,
-    /// Clear the floor (no handover in progress): a new epoch in which records at or below the
-    /// last W are emitted again, for a deliberate reprocessing.
-    ClearFloor,
-}
-
-impl ManualAction {
-    /// Parses the annotation value.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value.trim() {
-            "promote" => Some(Self::Promote),
-            "abort" => Some(Self::Abort),
-            "teardown" => Some(Self::Teardown),
-            "clear-floor" => Some(Self::ClearFloor),
-            _ => None,
-        }
-    }
-}
 
 /// `spec.job.state` of a job: running or suspended (applied in place, without a handover).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]

@@ -12,10 +12,11 @@ use kube::runtime::controller::{Action as Requeue, Controller};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::watcher;
 
-use crate::context::{Context, FINALIZER, flink_deployment_resource};
+use crate::context::{Context, flink_deployment_resource};
 use crate::error::{Error, Result};
 use crate::execute::execute;
 use crate::handover::{plan, plan_cleanup};
+use crate::names::FINALIZER;
 use crate::observe::{observe, observe_deletion};
 use crate::resource::FlinkBlueGreenDeployment;
 

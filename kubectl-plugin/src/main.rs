@@ -13,7 +13,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use bluegreen_controller::child::LABEL_DEPLOYMENT;
-use bluegreen_controller::context::{ACTION_ANNOTATION, flink_deployment_resource};
+use bluegreen_controller::context::flink_deployment_resource;
+use bluegreen_controller::names::{ACTION_ANNOTATION, ManualAction};
 use bluegreen_controller::resource::TransitionRecord;
 use bluegreen_protocol::configmap_name;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -174,7 +175,13 @@ fn parse_timeout(value: &str) -> Result<Duration, Error> {
     Duration::try_from(d).map_err(|e| bad(e.to_string()))
 }
 
-async fn annotate(client: &Client, ns: &str, name: &str, action: &str) -> Result<u8, Error> {
+async fn annotate(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    action: ManualAction,
+) -> Result<u8, Error> {
+    let action = action.as_str();
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource());
     // Fail with a clear message (not a 404 body) when the resource does not exist.
     snapshot(client, ns, name).await?;
@@ -327,10 +334,12 @@ async fn run(cli: Cli) -> Result<u8, Error> {
             Ok(exit::OK)
         }
         Command::Status { name, timeout } => wait_status(&client, &ns, &name, timeout).await,
-        Command::Promote { name } => annotate(&client, &ns, &name, "promote").await,
-        Command::Abort { name } => annotate(&client, &ns, &name, "abort").await,
-        Command::Teardown { name } => annotate(&client, &ns, &name, "teardown").await,
-        Command::ClearFloor { name } => annotate(&client, &ns, &name, "clear-floor").await,
+        Command::Promote { name } => annotate(&client, &ns, &name, ManualAction::Promote).await,
+        Command::Abort { name } => annotate(&client, &ns, &name, ManualAction::Abort).await,
+        Command::Teardown { name } => annotate(&client, &ns, &name, ManualAction::Teardown).await,
+        Command::ClearFloor { name } => {
+            annotate(&client, &ns, &name, ManualAction::ClearFloor).await
+        }
         Command::History { name, output } => {
             let s = snapshot(&client, &ns, &name).await?;
             if let Some(f) = output {

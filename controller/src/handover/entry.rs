@@ -7,7 +7,8 @@ use super::{ACTIVE_REQUEUE, Action, Planner, STEADY_REQUEUE};
 use crate::conditions::Reason;
 use crate::error::SpecError;
 use crate::events::EventReason;
-use crate::observed::{ChildObs, JobState, ManualAction};
+use crate::names::ManualAction;
+use crate::observed::{ChildObs, JobState};
 use crate::resource::{MicroTime, OutgoingStop, Phase, RestoreFrom, Transition};
 use crate::settings::{Settings, ToggleRule};
 

@@ -18,7 +18,8 @@ use jiff::Timestamp;
 
 use crate::conditions::{self, ConditionType, Health, Reason};
 use crate::events::EventReason;
-use crate::observed::{ConfigMapObs, ManualAction, Observed};
+use crate::names::ManualAction;
+use crate::observed::{ConfigMapObs, Observed};
 use crate::resource::{
     FlinkBlueGreenDeploymentStatus, MicroTime, Phase, Transition, TransitionRecord,
 };

@@ -15,7 +15,8 @@ use bluegreen_protocol::Color;
 use super::{Action, Planner};
 use crate::conditions::Reason;
 use crate::events::EventReason;
-use crate::observed::{ChildObs, FlinkObs, GateObs, ManualAction};
+use crate::names::ManualAction;
+use crate::observed::{ChildObs, FlinkObs, GateObs};
 use crate::resource::{MicroTime, OutgoingRestart, TasksReady};
 use crate::settings::Settings;
 

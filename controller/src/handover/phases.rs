@@ -6,7 +6,8 @@ use std::time::Duration;
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE, savepoint_trigger_id};
 use crate::conditions::Reason;
 use crate::events::EventReason;
-use crate::observed::{ChildObs, ManualAction, SavepointObs};
+use crate::names::ManualAction;
+use crate::observed::{ChildObs, SavepointObs};
 use crate::resource::{MicroTime, Outcome, Phase, RestoreFrom, TasksReady, Transition};
 use crate::settings::{Settings, ToggleRule};
 

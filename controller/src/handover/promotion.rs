@@ -6,7 +6,8 @@ use super::repair::repaired;
 use super::{Action, Planner};
 use crate::conditions::Reason;
 use crate::events::EventReason;
-use crate::observed::{ChildObs, FlinkObs, GateObs, ManualAction};
+use crate::names::ManualAction;
+use crate::observed::{ChildObs, FlinkObs, GateObs};
 use crate::resource::{Phase, Transition, WatermarkWait};
 use crate::settings::Settings;
 

@@ -8,7 +8,8 @@ use bluegreen_protocol::Color;
 use super::{ACTIVE_REQUEUE, Action, Planner, WATCHED_REQUEUE, stop_trigger_id};
 use crate::conditions::Reason;
 use crate::events::EventReason;
-use crate::observed::{ChildObs, ManualAction, SavepointObs};
+use crate::names::ManualAction;
+use crate::observed::{ChildObs, SavepointObs};
 use crate::resource::{MicroTime, Outcome, OutgoingStop, Phase};
 use crate::settings::Settings;
 

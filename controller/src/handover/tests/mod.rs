@@ -9,7 +9,8 @@ use crate::conditions::ConditionType;
 use crate::error::SpecError;
 use crate::events::EventReason;
 use crate::fixtures::{Scenario, flink_of, gates_of, observed, running, valid};
-use crate::observed::{ConfigMapObs, ManualAction, Observed, SavepointObs};
+use crate::names::ManualAction;
+use crate::observed::{ConfigMapObs, Observed, SavepointObs};
 use crate::resource::{
     MicroTime, Outcome, OutgoingStop, Phase, RestoreFrom, TasksReady, Transition,
 };
