@@ -297,10 +297,7 @@ impl Planner<'_> {
         // set, so a wait for `minReady` after it would be output latency users feel.
         let ready_for = self.incoming_readiness(&incoming);
         if ready_for.is_none_or(|d| d < settings.min_ready) {
-            let seen = ready_for.map_or_else(
-                || "not RUNNING with every task now".to_owned(),
-                |d| format!("{:.1}s", d.as_secs_f64()),
-            );
+            let seen = readiness_so_far(ready_for);
             self.wait_or_abort(
                 settings,
                 &t,
@@ -405,10 +402,7 @@ impl Planner<'_> {
                     .progressing(Reason::ConfirmingToggle, format!("W raised to {raised}"));
             }
             _ if ready_for.is_none_or(|d| d < settings.min_ready) => {
-                let seen = match ready_for {
-                    Some(d) => format!("{:.1}s", d.as_secs_f64()),
-                    None => "not RUNNING with every task now".into(),
-                };
+                let seen = readiness_so_far(ready_for);
                 self.wait_or_abort(
                     settings,
                     &t,
@@ -480,4 +474,12 @@ impl Planner<'_> {
         self.transition().incoming_ready = Some(record);
         Some(self.since(&since))
     }
+}
+
+/// How long the incoming job has run with every task RUNNING, for the `IncomingNotReady` message.
+fn readiness_so_far(ready_for: Option<Duration>) -> String {
+    ready_for.map_or_else(
+        || "not RUNNING with every task now".to_owned(),
+        |d| format!("{:.1}s", d.as_secs_f64()),
+    )
 }
