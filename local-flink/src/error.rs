@@ -84,6 +84,20 @@ pub enum Error {
         /// How to fix it.
         fix: &'static str,
     },
+    /// A deployment's `spec.flinkVersion` asks for a Flink line the real runner was not given.
+    #[error(
+        "`spec.flinkVersion` {version} asks for {line}, which this runner was not given (RealFlinkOptions::{field} is None); install it with {hint} (bluegreen-local and the tests then find it under target/), or set spec.flinkVersion to a line the runner has"
+    )]
+    FlinkLineMissing {
+        /// The deployment's `spec.flinkVersion`.
+        version: String,
+        /// The line it asks for.
+        line: crate::real::FlinkMajor,
+        /// The option that would give it.
+        field: &'static str,
+        /// The commands that install it.
+        hint: &'static str,
+    },
     /// A file or directory of the runner could not be written or read.
     #[error("{what} {path}: {source}")]
     Io {

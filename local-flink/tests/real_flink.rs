@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use bluegreen_local_apiserver::{LocalApiServer, Options};
 use bluegreen_local_flink::DeploymentRef;
 use bluegreen_local_flink::crd::{flink_deployment_resource, install_flink_deployment_crd};
-use bluegreen_local_flink::real::{RealFlink, RealFlinkOptions};
+use bluegreen_local_flink::real::{FlinkLine, RealFlink, RealFlinkOptions};
 use bluegreen_protocol::{Color, CoordinationState, Stage, Toggle};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -119,8 +119,7 @@ async fn fixture() -> Option<Fixture> {
     install_flink_deployment_crd(&server).expect("CRD");
     let dir = tempfile::tempdir().expect("tempdir");
     let mut options = RealFlinkOptions::new(
-        &built.flink_lib,
-        &built.launcher_jar,
+        FlinkLine::new(&built.flink_lib, &built.launcher_jar),
         dir.path(),
         server.kubeconfig_yaml(),
     );
@@ -712,6 +711,28 @@ async fn a_missing_jar_or_entry_class_fails_with_a_clear_error() {
     );
     assert!(f.flink.jvm_pid(&Fixture::d("noport")).is_none());
     drop(taken);
+
+    // A Flink line the runner was not given (this one has Flink 1.20 only), or none it runs: the
+    // field and the fix, never another line.
+    for (name, version, fix) in [
+        ("flink2", "v2_3", "-Pflink2"),
+        ("flink119", "v1_19", "v1_20"),
+    ] {
+        let mut obj = deployment(name, &json!({}));
+        obj.data["spec"]["flinkVersion"] = json!(version);
+        f.create(&obj).await;
+        let status = f
+            .wait_status(name, BOUND, |s| {
+                s.lifecycle_state.as_deref() == Some("FAILED")
+            })
+            .await;
+        let error = status.error.expect("an error");
+        assert!(
+            error.contains("spec.flinkVersion") && error.contains(version) && error.contains(fix),
+            "{error}"
+        );
+        assert!(f.flink.jvm_pid(&Fixture::d(name)).is_none(), "no JVM runs");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

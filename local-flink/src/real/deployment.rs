@@ -387,8 +387,16 @@ impl RealDeployment {
                 return;
             }
         };
+        let line = match self.shared.options.line(spec.flink_version.as_deref()) {
+            Ok(line) => line,
+            Err(e) => {
+                fail(d, e.to_string(), JmStatus::Missing);
+                return;
+            }
+        };
         let launch = Launch {
             namespace: &d.key.namespace,
+            line,
             spec,
             jar: &jar,
             job_id: &job_id,

@@ -71,10 +71,37 @@ pub(crate) struct CompletedCheckpoint {
     pub latest_ack_timestamp: i64,
 }
 
+/// `GET /jobs/:jid/exceptions` (`JobExceptionsInfoWithHistory`), as far as the runner reads it:
+/// the exception history, which Flink 1.20 and 2.x both answer (2.x dropped 1.x's deprecated
+/// `root-exception`, `timestamp` and `all-exceptions`).
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Exceptions {
-    #[serde(rename = "root-exception")]
-    root_exception: Option<String>,
+    exception_history: ExceptionHistory,
+}
+
+/// `exceptionHistory`.
+#[derive(Debug, Deserialize)]
+struct ExceptionHistory {
+    entries: Vec<RootFailure>,
+}
+
+/// One entry of the history: a root failure of the job.
+#[derive(Debug, Deserialize)]
+struct RootFailure {
+    stacktrace: String,
+    timestamp: i64,
+}
+
+impl Exceptions {
+    /// The stack trace of the job's latest root failure.
+    fn root_trace(self) -> Option<String> {
+        self.exception_history
+            .entries
+            .into_iter()
+            .max_by_key(|e| e.timestamp)
+            .map(|e| e.stacktrace)
+    }
 }
 
 /// A job's REST API, at `http://127.0.0.1:<port>`.
@@ -151,7 +178,7 @@ impl FlinkRest {
         Ok(self
             .get::<Exceptions>(&format!("/jobs/{job_id}/exceptions"))
             .await?
-            .and_then(|e| e.root_exception))
+            .and_then(Exceptions::root_trace))
     }
 
     /// `POST /jobs/:jid/stop` with `drain: false` (never drain: that fires every event-time
@@ -251,4 +278,30 @@ fn describe(cause: FailureCause) -> String {
         .map(str::to_owned)
         .or(cause.class)
         .unwrap_or_else(|| "unknown cause".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Exceptions;
+
+    /// `GET /jobs/:jid/exceptions` of a failed job as Flink 2.3.0 answers it (the example job
+    /// failing on its fail trigger with `restart-strategy.type: none`; stack traces cut short):
+    /// `root-exception`, `timestamp` and `all-exceptions` of Flink 1.x are gone, only the
+    /// exception history is left, newest entry first.
+    const FLINK_2_3_EXCEPTIONS: &str = r#"{"exceptionHistory":{"entries":[
+        {"exceptionName":"org.apache.flink.runtime.JobException","stacktrace":"org.apache.flink.runtime.JobException: Recovery is suppressed by NoRestartBackoffTimeStrategy\n\tat org.apache.flink.runtime.executiongraph.failover.ExecutionFailureHandler.handleFailure(ExecutionFailureHandler.java:213)\nCaused by: java.lang.IllegalStateException: fail trigger /tmp/trig found: failing this task on cue\n\tat io.bluegreen.examples.ExampleJob$ToLine.map(ExampleJob.java:388)\n","timestamp":1795817879085,"failureLabels":{},"concurrentExceptions":[]},
+        {"exceptionName":"java.lang.RuntimeException","stacktrace":"java.lang.RuntimeException: an earlier failure\n","timestamp":1795817870000,"failureLabels":{},"concurrentExceptions":[]}
+    ],"truncated":false}}"#;
+
+    #[test]
+    fn the_root_failure_is_read_from_flink_2s_exception_history() {
+        let exceptions: Exceptions =
+            serde_json::from_str(FLINK_2_3_EXCEPTIONS).expect("Flink 2.3.0's answer");
+        let trace = exceptions.root_trace().expect("a root failure");
+        assert!(
+            trace.starts_with("org.apache.flink.runtime.JobException: Recovery is suppressed")
+                && trace.contains("Caused by: java.lang.IllegalStateException: fail trigger"),
+            "{trace}"
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! Real mode: every `FlinkDeployment` whose `spec.job.jarURI` is a local jar runs as a real
-//! Flink 1.20 job, one JVM per deployment (a MiniCluster started by the Java launcher,
+//! Flink job of the line its `spec.flinkVersion` names (Flink 1.20 or 2.x, [`FlinkMajor`]), one
+//! JVM per deployment (a MiniCluster started by the Java launcher,
 //! `local-flink/launcher`, built by Maven), with the real `bluegreen-sidecar`
 //! next to it, and its status moved the way the Apache Flink Kubernetes Operator moves it.
 //!
@@ -14,6 +15,7 @@
 
 mod deployment;
 mod flink_rest;
+mod line;
 mod ports;
 mod process;
 mod proxy;
@@ -24,6 +26,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+pub use line::{FlinkLine, FlinkMajor};
 pub use spec::MAIN_CONTAINER;
 
 use self::deployment::RealDeployment;
@@ -34,10 +37,12 @@ use crate::{DeploymentRef, Error};
 /// Settings of a [`RealFlink`].
 #[derive(Debug, Clone)]
 pub struct RealFlinkOptions {
-    /// Flink's `lib/` directory (the jars `scripts/flink-jars.sh` installs).
-    pub flink_lib: PathBuf,
+    /// The Flink 1.20 line (`spec.flinkVersion: v1_20`): `scripts/flink-jars.sh` and
     /// `target/launcher/bluegreen-launcher.jar` (`mvn -B package -DskipTests`).
-    pub launcher_jar: PathBuf,
+    pub flink_1_20: Option<FlinkLine>,
+    /// The Flink 2.x line (`v2_0`, `v2_1`, …): `FLINK_VERSION=2.3.0 scripts/flink-jars.sh` and
+    /// `target/launcher-flink2/bluegreen-launcher.jar` (`mvn -B package -DskipTests -Pflink2`).
+    pub flink_2: Option<FlinkLine>,
     /// The `bluegreen-sidecar` binary; `None`: no sidecar (and no `BLUEGREEN_SIDECAR_URL`).
     pub sidecar_binary: Option<PathBuf>,
     /// Checkpoints, savepoints, logs and per-run files, under `<namespace>/<name>/`.
@@ -64,16 +69,16 @@ pub struct RealFlinkOptions {
 }
 
 impl RealFlinkOptions {
-    /// Options with the defaults above.
+    /// Options with the defaults above and the Flink 1.20 line only (set
+    /// [`flink_2`](Self::flink_2) for Flink 2.x).
     pub fn new(
-        flink_lib: impl Into<PathBuf>,
-        launcher_jar: impl Into<PathBuf>,
+        flink_1_20: FlinkLine,
         work_dir: impl Into<PathBuf>,
         kubeconfig_yaml: impl Into<String>,
     ) -> Self {
         Self {
-            flink_lib: flink_lib.into(),
-            launcher_jar: launcher_jar.into(),
+            flink_1_20: Some(flink_1_20),
+            flink_2: None,
             sidecar_binary: None,
             work_dir: work_dir.into(),
             kubeconfig_yaml: kubeconfig_yaml.into(),
@@ -86,6 +91,22 @@ impl RealFlinkOptions {
             operation_timeout: Duration::from_mins(1),
             poll_interval: Duration::from_millis(500),
         }
+    }
+
+    /// The line a deployment's `spec.flinkVersion` asks for; an error naming the field and the
+    /// commands that install the line when the runner was not given it (never another line).
+    pub fn line(&self, flink_version: Option<&str>) -> Result<&FlinkLine, Error> {
+        let major = FlinkMajor::of(flink_version)?;
+        let (line, field) = match major {
+            FlinkMajor::V1_20 => (&self.flink_1_20, "flink_1_20"),
+            FlinkMajor::V2 => (&self.flink_2, "flink_2"),
+        };
+        line.as_ref().ok_or_else(|| Error::FlinkLineMissing {
+            version: flink_version.unwrap_or_default().to_owned(),
+            line: major,
+            field,
+            hint: major.install_hint(),
+        })
     }
 }
 

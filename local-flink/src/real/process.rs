@@ -1,6 +1,7 @@
 //! The processes behind one running deployment, as in a pod: the launcher JVM (a MiniCluster
 //! running the job) and, next to it, the `bluegreen-sidecar`.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -8,9 +9,9 @@ use std::process::{Child, Command, Stdio};
 
 use bluegreen_protocol::wire::env;
 
-use super::RealFlinkOptions;
 use super::ports::free_port;
 use super::spec::DeploymentSpec;
+use super::{FlinkLine, RealFlinkOptions};
 use crate::Error;
 
 /// Environment variables a pod's own env must not inherit from the runner's process.
@@ -40,6 +41,43 @@ logger.checkpointStatistics.name = org.apache.flink.runtime.rest.handler.job.che
 logger.checkpointStatistics.additivity = false
 logger.checkpointStatistics.appenderRef.harmless.ref = Harmless
 ";
+
+/// A Flink option the runner gives a default: its key and the deprecated keys Flink still reads
+/// for it. Flink 1.20.3 and 2.3.0 spell these alike (their `CheckpointingOptions`: each key with
+/// the same deprecated keys), so one table serves both lines.
+pub(crate) struct DefaultedOption {
+    key: &'static str,
+    deprecated: &'static [&'static str],
+}
+
+/// `CheckpointingOptions.CHECKPOINTS_DIRECTORY`.
+const CHECKPOINTS_DIR: DefaultedOption = DefaultedOption {
+    key: "execution.checkpointing.dir",
+    deprecated: &["state.checkpoints.dir"],
+};
+/// `CheckpointingOptions.SAVEPOINT_DIRECTORY`.
+const SAVEPOINTS_DIR: DefaultedOption = DefaultedOption {
+    key: "execution.checkpointing.savepoint-dir",
+    deprecated: &["state.savepoints.dir", "savepoints.state.backend.fs.dir"],
+};
+/// `CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION`.
+const CHECKPOINT_RETENTION: DefaultedOption = DefaultedOption {
+    key: "execution.checkpointing.externalized-checkpoint-retention",
+    deprecated: &[],
+};
+
+impl DefaultedOption {
+    /// Sets `default` under the key unless the deployment set the option under any of its keys
+    /// (a default under the key would override the user's deprecated one).
+    fn default_into(&self, conf: &mut BTreeMap<String, String>, default: String) {
+        let set = std::iter::once(&self.key)
+            .chain(self.deprecated)
+            .any(|k| conf.contains_key(*k));
+        if !set {
+            conf.insert(self.key.to_owned(), default);
+        }
+    }
+}
 
 /// The number of the next run under a deployment's directory: one more than the highest of
 /// `after` and every `run-N` there, so that a redeployed color (a new runner, or a new actor
@@ -75,6 +113,8 @@ fn write_if_changed(path: &Path, text: &str) -> Result<(), Error> {
 #[derive(Debug)]
 pub(crate) struct Launch<'a> {
     pub namespace: &'a str,
+    /// The Flink line `spec.flinkVersion` picked.
+    pub line: &'a FlinkLine,
     pub spec: &'a DeploymentSpec,
     pub jar: &'a Path,
     pub job_id: &'a str,
@@ -195,12 +235,13 @@ impl JobProcess {
         let checkpoints = launch.dir.join("checkpoints");
         let savepoints = launch.dir.join("savepoints");
         let mut conf = launch.spec.flink_configuration.clone();
-        conf.entry("state.checkpoints.dir".into())
-            .or_insert_with(|| file_uri(&checkpoints));
-        conf.entry("state.savepoints.dir".into())
-            .or_insert_with(|| file_uri(&savepoints));
-        conf.entry("execution.checkpointing.externalized-checkpoint-retention".into())
-            .or_insert_with(|| "RETAIN_ON_CANCELLATION".into());
+        for (option, default) in [
+            (&CHECKPOINTS_DIR, file_uri(&checkpoints)),
+            (&SAVEPOINTS_DIR, file_uri(&savepoints)),
+            (&CHECKPOINT_RETENTION, "RETAIN_ON_CANCELLATION".to_owned()),
+        ] {
+            option.default_into(&mut conf, default);
+        }
         let conf_file = run_dir.join("flink-conf.properties");
         fs::write(
             &conf_file,
@@ -214,8 +255,8 @@ impl JobProcess {
         let rest_port = free_port()?;
         let classpath = format!(
             "{}:{}/*",
-            options.launcher_jar.display(),
-            options.flink_lib.display()
+            launch.line.launcher_jar.display(),
+            launch.line.lib.display()
         );
         // Flink's temporary files in the run's own directory, as in a pod's: a killed JVM
         // never deletes them (its RPC jar alone is 24 MB).
@@ -315,7 +356,28 @@ fn spawn_logged(mut cmd: Command, log: &Path, program: &Path) -> Result<Child, E
 
 #[cfg(test)]
 mod tests {
-    use super::{LOG4J, next_run};
+    use std::collections::BTreeMap;
+
+    use super::{CHECKPOINTS_DIR, LOG4J, SAVEPOINTS_DIR, next_run};
+
+    #[test]
+    fn a_default_never_overrides_the_users_option_under_a_deprecated_key() {
+        let mut conf: BTreeMap<String, String> =
+            [("state.savepoints.dir".to_owned(), "file:///mine".to_owned())].into();
+        CHECKPOINTS_DIR.default_into(&mut conf, "file:///chk".into());
+        SAVEPOINTS_DIR.default_into(&mut conf, "file:///sp".into());
+        assert_eq!(
+            conf,
+            [
+                (
+                    "execution.checkpointing.dir".to_owned(),
+                    "file:///chk".to_owned()
+                ),
+                ("state.savepoints.dir".to_owned(), "file:///mine".to_owned()),
+            ]
+            .into()
+        );
+    }
 
     #[test]
     fn a_run_never_reuses_a_directory() {

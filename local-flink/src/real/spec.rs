@@ -15,6 +15,8 @@ pub const MAIN_CONTAINER: &str = "flink-main-container";
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct DeploymentSpec {
+    /// `v1_20`, `v2_0`, …: which Flink line runs the job ([`FlinkMajor`](super::FlinkMajor)).
+    pub flink_version: Option<String>,
     #[serde(default)]
     pub flink_configuration: BTreeMap<String, String>,
     pub job: Option<JobSpec>,
