@@ -50,8 +50,10 @@ named_enum!(
         IncomingFailed,
         /// The incoming job has not yet run `minReady` with every task RUNNING and no restart.
         IncomingNotReady,
-        /// The outgoing job reports no gate metrics.
+        /// A job reports no gate metrics.
         NoGateMetrics,
+        /// A job's gates say they are of the other color than the deployment they run in.
+        GateColorMismatch,
         /// W is proposed; waiting for the outgoing gates to acknowledge it.
         ConfirmingToggle,
         /// The outgoing gates have not acknowledged W.

@@ -66,6 +66,8 @@ named_enum!(
         ForwardRepair,
         /// The forward repair brought the incoming job back.
         ForwardRepaired,
+        /// A job's gates report the other color than their deployment's.
+        GateColorMismatch,
         /// The active job's gates hold or report a problem.
         GatesHolding,
         /// The active job's gates recovered.

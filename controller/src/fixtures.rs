@@ -82,6 +82,8 @@ pub fn report(epoch: u64, stage: u8, max_passed: Option<i64>, wm: i64) -> GateRe
         max_passed,
         watermark: Some(wm).filter(|w| *w != i64::MIN),
         idle: false,
+        // As a gate older than the `color` key: nothing said, nothing checked.
+        color: None,
         problem: None,
     }
 }

@@ -232,6 +232,25 @@ impl GateObs {
         (!parts.is_empty()).then(|| parts.join("; "))
     }
 
+    /// The gates of the `color` job that report the other color (they were built with it, so they
+    /// pass what the other color owns and drop what this one owns), described; `None` when none
+    /// does (a gate older than the report's `color` key says nothing).
+    pub fn wrong_color(&self, color: Color) -> Option<String> {
+        let wrong = self
+            .reports
+            .iter()
+            .filter(|r| r.color.is_some_and(|c| c != color))
+            .count();
+        (wrong > 0).then(|| {
+            format!(
+                "{wrong} of {} gate subtasks of the {} job report color={}",
+                self.reports.len(),
+                color.suffix(),
+                color.other()
+            )
+        })
+    }
+
     /// The minimum watermark over the gates that are not idle; `None` when one has none, or
     /// there are no such gates.
     pub fn watermark(&self) -> Option<i64> {

@@ -114,13 +114,14 @@ impl GateSnapshot {
     /// The gate's `bluegreenGateAppliedState` line: the applied state and the maximum passed
     /// event time from this snapshot (which reads the state first, so the maximum covers every
     /// record passed under an older state), with the gate operator's current input `watermark`
-    /// and whether all its inputs are `idle`, which only the operator knows.
+    /// and whether all its inputs are `idle`, which only the operator knows, and the gate's color.
     pub fn report(&self, watermark: Option<i64>, idle: bool) -> GateReport {
         GateReport {
             applied: self.applied.as_ref().map(AppliedState::from),
             max_passed: self.max_passed_event_time_ms,
             watermark,
             idle,
+            color: Some(self.color),
             problem: None,
         }
     }

@@ -5,8 +5,10 @@
 //! epoch=7 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false
 //! ```
 //!
-//! A gate with a lasting problem appends `problem=<text>` after `idle` (percent-encoded, see
-//! [`report_keys::PROBLEM`]); readers older than that key ignore it, as any key after `idle`.
+//! After `idle` a gate writes its own color, `color=BLUE` (the color it was built with, so the
+//! controller can refuse a job whose gates were told the other color), and a gate with a lasting
+//! problem appends `problem=<text>` (percent-encoded, see [`report_keys::PROBLEM`]); readers older
+//! than those keys ignore them, as any key after `idle`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -40,7 +42,11 @@ pub mod report_keys {
     /// `true` when every input of the gate is idle.
     pub const IDLE: &str = "idle";
 
-    /// Optional, after [`IDLE`]: what keeps the gate from working now (its state source
+    /// Optional, after [`IDLE`]: the color the gate was built with (`BLUE` or `GREEN`), which
+    /// decides what it passes. Gates older than the key do not write it.
+    pub const COLOR: &str = "color";
+
+    /// Optional, after [`IDLE`] (and [`COLOR`]): what keeps the gate from working now (its state source
     /// unreachable, an update refused). One token: every byte outside `!`..`~`, and `%`, is
     /// written as `%XX` of its UTF-8, e.g. `problem=state%20source:%20sidecar...`.
     pub const PROBLEM: &str = "problem";
@@ -90,7 +96,7 @@ impl From<&crate::CoordinationState> for AppliedState {
 /// One gate subtask's acknowledgement: the value of its `bluegreenGateAppliedState` gauge.
 ///
 /// [`Display`](fmt::Display) writes the line; [`FromStr`] parses it strictly (every key present,
-/// in order; keys appended after `idle` are ignored, but for `problem`) and never turns a bad
+/// in order; keys appended after `idle` are ignored, but for `color` and `problem`) and never turns a bad
 /// value into a default.
 /// `i64::MIN` on the wire means "none" for `max-passed` and `watermark`, so `Some(i64::MIN)` is
 /// written like `None` and parses back as `None`.
@@ -104,6 +110,8 @@ pub struct GateReport {
     pub watermark: Option<i64>,
     /// Whether every input of the gate is idle.
     pub idle: bool,
+    /// The color the gate was built with (`color`); `None` from a gate older than the key.
+    pub color: Option<Color>,
     /// What keeps the gate from working now, as it says (`problem`); `None` when nothing does.
     pub problem: Option<String>,
 }
@@ -166,6 +174,9 @@ impl fmt::Display for GateReport {
             or_min(self.watermark),
             self.idle,
         )?;
+        if let Some(color) = self.color {
+            write!(f, " {}={color}", report_keys::COLOR)?;
+        }
         match &self.problem {
             Some(problem) => write!(f, " {}={}", report_keys::PROBLEM, encode_problem(problem)),
             None => Ok(()),
@@ -378,8 +389,18 @@ impl FromStr for GateReport {
         };
 
         let applied = applied_state(values, (epoch, stage, active, code), w, floor_value)?;
-        let problem = tokens
-            .find_map(|t| t.strip_prefix(k::PROBLEM)?.strip_prefix('='))
+        let rest: Vec<&str> = tokens.collect();
+        let after_idle = |key: &str| {
+            rest.iter()
+                .find_map(|t| t.strip_prefix(key)?.strip_prefix('='))
+        };
+        let color = after_idle(k::COLOR)
+            .map(|raw| {
+                raw.parse::<Color>()
+                    .map_err(|_| invalid(k::COLOR, raw, Color::EXPECTED))
+            })
+            .transpose()?;
+        let problem = after_idle(k::PROBLEM)
             .map(|raw| decode_problem(raw).ok_or_else(|| invalid(k::PROBLEM, raw, PROBLEM)))
             .transpose()?;
         Ok(Self {
@@ -387,6 +408,7 @@ impl FromStr for GateReport {
             max_passed,
             watermark,
             idle,
+            color,
             problem,
         })
     }
@@ -483,6 +505,7 @@ mod tests {
             max_passed,
             watermark: Some(995),
             idle: false,
+            color: None,
             problem: None,
         }
     }
@@ -499,6 +522,7 @@ mod tests {
             max_passed: None,
             watermark: None,
             idle: true,
+            color: None,
             problem: None,
         };
         assert_eq!(
@@ -565,6 +589,28 @@ mod tests {
                 .parse::<GateReport>()
                 .unwrap_err();
             assert_eq!((e.kind(), e.key()), ("InvalidValue", "problem"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_color_is_a_token_after_idle_before_a_problem_and_reads_back() {
+        let r = GateReport {
+            color: Some(Color::Blue),
+            problem: Some("x".into()),
+            ..report(Toggle::Proposed(1000), Some(998))
+        };
+        let line = r.to_string();
+        assert!(line.ends_with(" idle=false color=BLUE problem=x"), "{line}");
+        assert_eq!(line.parse::<GateReport>(), Ok(r));
+        let base = report(Toggle::NotSet, None).to_string();
+        let parsed: GateReport = format!("{base} lag=3 color=GREEN").parse().unwrap();
+        assert_eq!(parsed.color, Some(Color::Green));
+        assert_eq!(base.parse::<GateReport>().unwrap().color, None);
+        for bad in ["", "blue", "RED"] {
+            let e = format!("{base} color={bad}")
+                .parse::<GateReport>()
+                .unwrap_err();
+            assert_eq!((e.kind(), e.key()), ("InvalidValue", "color"), "{bad:?}");
         }
     }
 }

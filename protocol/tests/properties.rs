@@ -134,14 +134,16 @@ fn any_report() -> impl Strategy<Value = GateReport> {
         not_min(),
         not_min(),
         any::<bool>(),
+        prop::option::of(any_color()),
         prop::option::of(any::<String>()),
     )
         .prop_map(
-            |(applied, max_passed, watermark, idle, problem)| GateReport {
+            |(applied, max_passed, watermark, idle, color, problem)| GateReport {
                 applied,
                 max_passed,
                 watermark,
                 idle,
+                color,
                 problem: problem.filter(|p| !p.is_empty()),
             },
         )

@@ -484,12 +484,14 @@ type AppliedCells = (
 /// What a report line parses to, written out by hand (independently of the implementation).
 enum Expect {
     /// The fields: epoch, stage, active, watermark-stage code, toggle, floor (all `None` before a
-    /// state is applied), max-passed, watermark (`None` = none), idle, problem.
+    /// state is applied), max-passed, watermark (`None` = none), idle, color, problem.
     Fields {
         applied: Option<AppliedCells>,
         max_passed: Option<&'static str>,
         watermark: Option<&'static str>,
         idle: bool,
+        /// The gate's own `color` (`None` without the key).
+        color: Option<&'static str>,
         /// The decoded `problem` (`None` without the key).
         problem: Option<&'static str>,
     },
@@ -510,42 +512,62 @@ fn report_table() -> Vec<(&'static str, String, Expect)> {
         (
             "proposal acknowledged",
             base("watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false"),
-            Fields { applied: proposed, max_passed: Some("998"), watermark: Some("995"), idle: false, problem: None },
+            Fields { applied: proposed, max_passed: Some("998"), watermark: Some("995"), idle: false, color: None, problem: None },
         ),
         (
             "no state applied yet, nothing passed, no watermark",
             format!("epoch= stage= active= watermark-stage=-1 toggle= floor= max-passed={MIN} watermark={MIN} idle=false"),
-            Fields { applied: None, max_passed: None, watermark: None, idle: false, problem: None },
+            Fields { applied: None, max_passed: None, watermark: None, idle: false, color: None, problem: None },
         ),
         (
             "no state applied yet but records restored and idle",
             "epoch= stage= active= watermark-stage=-1 toggle= floor= max-passed=5 watermark=-3 idle=true".to_owned(),
-            Fields { applied: None, max_passed: Some("5"), watermark: Some("-3"), idle: true, problem: None },
+            Fields { applied: None, max_passed: Some("5"), watermark: Some("-3"), idle: true, color: None, problem: None },
         ),
         (
             "running under a floor",
             format!("epoch=0 stage=RUNNING active=BLUE watermark-stage=0 toggle= floor=-1000 max-passed={MIN} watermark=9223372036854775807 idle=false"),
-            Fields { applied: Some(("0", "RUNNING", "BLUE", 0, None, Some("-1000"))), max_passed: None, watermark: Some("9223372036854775807"), idle: false, problem: None },
+            Fields { applied: Some(("0", "RUNNING", "BLUE", 0, None, Some("-1000"))), max_passed: None, watermark: Some("9223372036854775807"), idle: false, color: None, problem: None },
         ),
         (
             "W set at the i64 bounds, epoch at u64::MAX",
             format!("epoch=18446744073709551615 stage=CLEAR_TO_TEARDOWN active=BLUE watermark-stage=2 toggle=9223372036854775807 floor={MIN} max-passed=9223372036854775807 watermark={MIN} idle=true"),
-            Fields { applied: Some(("18446744073709551615", "CLEAR_TO_TEARDOWN", "BLUE", 2, Some("9223372036854775807"), Some(MIN))), max_passed: Some("9223372036854775807"), watermark: None, idle: true, problem: None },
+            Fields { applied: Some(("18446744073709551615", "CLEAR_TO_TEARDOWN", "BLUE", 2, Some("9223372036854775807"), Some(MIN))), max_passed: Some("9223372036854775807"), watermark: None, idle: true, color: None, problem: None },
         ),
         (
             "unknown keys appended are ignored",
             base("watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false lag=12 x-future"),
-            Fields { applied: proposed, max_passed: Some("998"), watermark: Some("995"), idle: false, problem: None },
+            Fields { applied: proposed, max_passed: Some("998"), watermark: Some("995"), idle: false, color: None, problem: None },
         ),
         (
             "a gate whose state source fails: problem percent-encoded after idle",
             format!("epoch= stage= active= watermark-stage=-1 toggle= floor= max-passed={MIN} watermark={MIN} idle=false problem=state%20source:%20sidecar%20http://127.0.0.1:8787/v1/state?wait=30000ms:%20java.net.ConnectException%20%E2%80%94%20100%25"),
-            Fields { applied: None, max_passed: None, watermark: None, idle: false, problem: Some("state source: sidecar http://127.0.0.1:8787/v1/state?wait=30000ms: java.net.ConnectException \u{2014} 100%") },
+            Fields { applied: None, max_passed: None, watermark: None, idle: false, color: None, problem: Some("state source: sidecar http://127.0.0.1:8787/v1/state?wait=30000ms: java.net.ConnectException \u{2014} 100%") },
         ),
         (
             "a refused update among unknown trailing keys",
             base("watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false lag=12 problem=refused%20update:%20epoch%206%20is%20older x-future"),
-            Fields { applied: proposed, max_passed: Some("998"), watermark: Some("995"), idle: false, problem: Some("refused update: epoch 6 is older") },
+            Fields { applied: proposed, max_passed: Some("998"), watermark: Some("995"), idle: false, color: None, problem: Some("refused update: epoch 6 is older") },
+        ),
+        (
+            "a gate's own color after idle",
+            base("watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false color=BLUE"),
+            Fields { applied: proposed, max_passed: Some("998"), watermark: Some("995"), idle: false, color: Some("BLUE"), problem: None },
+        ),
+        (
+            "color and problem after idle among unknown keys",
+            format!("epoch= stage= active= watermark-stage=-1 toggle= floor= max-passed={MIN} watermark={MIN} idle=false lag=1 color=GREEN problem=no%20state x-future"),
+            Fields { applied: None, max_passed: None, watermark: None, idle: false, color: Some("GREEN"), problem: Some("no state") },
+        ),
+        (
+            "a color that is no color",
+            base("watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false color=RED"),
+            Error("InvalidValue", "color"),
+        ),
+        (
+            "an empty color",
+            base("watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false color="),
+            Error("InvalidValue", "color"),
         ),
         ("empty line", String::new(), Error("MissingKey", "epoch")),
         (
@@ -561,7 +583,7 @@ fn report_table() -> Vec<(&'static str, String, Expect)> {
         (
             "tabs and runs of spaces between the keys",
             "\tepoch=7  stage=TRANSITIONING\tactive=GREEN \n watermark-stage=1\ttoggle=1000 floor= max-passed=998\r\nwatermark=995 idle=false ".to_owned(),
-            Fields { applied: proposed, max_passed: Some("998"), watermark: Some("995"), idle: false, problem: None },
+            Fields { applied: proposed, max_passed: Some("998"), watermark: Some("995"), idle: false, color: None, problem: None },
         ),
         (
             "a misspelt key in place of a known one",
@@ -695,6 +717,7 @@ fn gate_report_cases() -> Vec<Value> {
                     max_passed,
                     watermark,
                     idle,
+                    color,
                     problem,
                 } => {
                     let (epoch, stage, active, ws, toggle, floor) = match applied {
@@ -713,6 +736,7 @@ fn gate_report_cases() -> Vec<Value> {
                         "max_passed": opt_json(max_passed),
                         "watermark": opt_json(watermark),
                         "idle": idle,
+                        "color": opt_json(color),
                         "problem": opt_json(problem),
                     }})
                 }
@@ -725,7 +749,7 @@ fn gate_report_cases() -> Vec<Value> {
 
 fn gate_reports_document() -> Value {
     json!({
-        "description": "bluegreenGateAppliedState lines: `line` parses to `expect.report` (null = empty on the wire, or i64::MIN for max_passed and watermark; problem: the decoded `problem` token after idle, null without one), or fails with `expect.error` (kind and key). 64-bit numbers are decimal strings.",
+        "description": "bluegreenGateAppliedState lines: `line` parses to `expect.report` (null = empty on the wire, or i64::MIN for max_passed and watermark; color: the gate's own `color` token after idle, null without one; problem: the decoded `problem` token after idle, null without one), or fails with `expect.error` (kind and key). 64-bit numbers are decimal strings.",
         "generated_by": "protocol/tests/vectors.rs (BLUEGREEN_BLESS=1 cargo test -p bluegreen-protocol --test vectors)",
         "cases": gate_report_cases(),
     })
@@ -762,13 +786,18 @@ fn implementation_follows_every_gate_report_vector() {
                     "max_passed": r.max_passed.map(|v| v.to_string()),
                     "watermark": r.watermark.map(|v| v.to_string()),
                     "idle": r.idle,
+                    "color": r.color.map(|c| c.as_str()),
                     "problem": r.problem,
                 });
                 assert_eq!(&got, want, "{line:?}");
                 // Writing the parsed report gives the line back (single spaces, without ignored
                 // trailing keys).
                 let written = r.to_string();
-                let core = written.split(" problem=").next().unwrap_or_default();
+                let core = written
+                    .split(" color=")
+                    .next()
+                    .and_then(|c| c.split(" problem=").next())
+                    .unwrap_or_default();
                 let spaced = line.split_ascii_whitespace().collect::<Vec<_>>().join(" ");
                 assert!(spaced.starts_with(core), "{line:?} vs {r}");
                 assert_eq!(written.parse::<GateReport>().as_ref(), Ok(r), "{written:?}");

@@ -4,7 +4,8 @@
 //! fed by the real `bluegreen-sidecar`. Real time, deletion delay 0 s and a checkpoint interval
 //! (60 s) longer than every wait of a handover: the outgoing job's last records are committed only
 //! by the stop-with-savepoint of the teardown. The file ledger reads only committed part files.
-//! Flink faults on real jobs: an incoming job that cannot start, an incoming job restarting right
+//! Flink faults on real jobs: an incoming job that cannot start or whose gates say the other
+//! color, an incoming job restarting right
 //! after promotion, the outgoing job failing and then both failing while W is set.
 //!
 //! Needs the jars built by `scripts/test` (Flink from PyPI, the launcher, the gate and the example
@@ -92,8 +93,12 @@ async fn a_file_sink_that_cannot_survive_a_handover_is_refused_before_any_record
     Ok(())
 }
 
+/// Two incoming jobs that must never get W, one after the other on one blue job: one that cannot
+/// start, and one whose gates were built with the other color (a fixed `--color BLUE` in the
+/// template: before gates said their color, such a job was promoted and both jobs wrote what blue
+/// owns). Each handover is aborted before W; blue keeps every record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_incoming_job_that_cannot_start_is_aborted_and_the_outgoing_job_keeps_every_record()
+async fn incoming_jobs_that_cannot_start_or_say_the_other_color_are_aborted_and_blue_keeps_every_record()
 -> anyhow::Result<()> {
     let Some(bed) = Bed::start().await? else {
         return Ok(());
@@ -102,6 +107,18 @@ async fn an_incoming_job_that_cannot_start_is_aborted_and_the_outgoing_job_keeps
     let stack = &bed.stack;
     let job = ExampleJob::new(&output);
     bed.deploy("orders", &job).await?;
+    let aborted = |n: usize| {
+        move |f: &bluegreen_controller::resource::FlinkBlueGreenDeployment| {
+            f.status.as_ref().is_some_and(|s| {
+                s.transition.is_none()
+                    && s.history
+                        .iter()
+                        .filter(|h| h.outcome == bluegreen_controller::resource::Outcome::Aborted)
+                        .count()
+                        == n
+            })
+        }
+    };
     stack
         .patch_spec(
             "orders",
@@ -112,20 +129,32 @@ async fn an_incoming_job_that_cannot_start_is_aborted_and_the_outgoing_job_keeps
         )
         .await?;
     stack
-        .wait_for("orders", UPGRADE, "the aborted handover", |f| {
-            f.status.as_ref().is_some_and(|s| {
-                s.transition.is_none()
-                    && s.history.first().is_some_and(|h| {
-                        h.outcome == bluegreen_controller::resource::Outcome::Aborted
-                    })
-            })
-        })
+        .wait_for("orders", UPGRADE, "the aborted handover", aborted(1))
         .await?;
     let status = stack.fbgds().get("orders").await?.status.expect("status");
     assert_eq!(status.active_color, Some(Color::Blue));
     let reason = status.history[0].reason.clone().unwrap_or_default();
     assert!(
         reason.contains("NoSuchJob"),
+        "the reason names the cause: {reason}"
+    );
+    // Green told it is blue: it runs, its gates say color=BLUE, and it never gets W.
+    let wrong = ExampleJob {
+        version: "v2".into(),
+        extra_args: vec!["--color".into(), "BLUE".into()],
+        ..job.clone()
+    };
+    let mut patch = wrong.template_patch();
+    patch["template"]["spec"]["job"]["entryClass"] = json!(bluegreen_examples::real::ENTRY_CLASS);
+    stack.patch_spec("orders", patch).await?;
+    stack
+        .wait_for("orders", UPGRADE, "the second aborted handover", aborted(2))
+        .await?;
+    let status = stack.fbgds().get("orders").await?.status.expect("status");
+    assert_eq!(status.active_color, Some(Color::Blue));
+    let reason = status.history[0].reason.clone().unwrap_or_default();
+    assert!(
+        reason.contains("GateColorMismatch") && reason.contains("report color=BLUE"),
         "the reason names the cause: {reason}"
     );
     // Blue kept running and emitting alone.

@@ -68,7 +68,7 @@ impl Planner<'_> {
                 // Suspended on purpose: not ready (nothing runs), and said so, not an error.
                 self.health.suspended = self.obs.wanted_job_state == JobState::Suspended;
                 self.health.ready = child.running() && !self.health.suspended;
-                self.check_gates(child);
+                self.check_gates(active, child);
             }
         }
     }

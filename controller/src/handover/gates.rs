@@ -1,10 +1,14 @@
-//! The active job's gates with no handover in progress: gates that hold every record or report a
-//! problem (their state source unreachable, an update refused) make the resource `Degraded` once
-//! that has lasted [`GATES_GRACE`], so a short outage (a sidecar restarting) does not flap.
+//! The active job's gates with no handover in progress: gates that report the other color make
+//! the resource `Degraded` at once; gates that hold every record or report a problem (their state
+//! source unreachable, an update refused) once that has lasted [`GATES_GRACE`], so a short outage
+//! (a sidecar restarting) does not flap.
 
 use std::time::Duration;
 
+use bluegreen_protocol::Color;
+
 use super::Planner;
+use super::phases::color_mismatch;
 use crate::conditions::{ConditionType, Reason};
 use crate::events::EventReason;
 use crate::observed::ChildObs;
@@ -18,13 +22,27 @@ impl Planner<'_> {
     /// Checks the gates of the running `active` job; records since when they have trouble in
     /// `status.gatesTroubleSince` and raises `Degraded/GatesHolding` (with a Warning event) once
     /// it has lasted [`GATES_GRACE`], unless a worse problem is already reported.
-    pub(super) fn check_gates(&mut self, active: &ChildObs) {
-        let trouble = active
+    pub(super) fn check_gates(&mut self, color: Color, active: &ChildObs) {
+        let gates = active
             .flink
             .as_ref()
             .and_then(|f| f.gates.as_ref())
-            .filter(|_| active.running())
-            .and_then(crate::observed::GateObs::trouble);
+            .filter(|_| active.running());
+        if let Some(wrong) = gates.and_then(|g| g.wrong_color(color)) {
+            if self.health.degraded.is_none() {
+                let message = format!(
+                    "{}; the active job's output is wrong until it runs gates of its own color (change the template to hand it over to a job that does)",
+                    color_mismatch(&wrong)
+                );
+                self.degraded_with_event(
+                    Reason::GateColorMismatch,
+                    EventReason::GateColorMismatch,
+                    message,
+                );
+            }
+            return;
+        }
+        let trouble = gates.and_then(crate::observed::GateObs::trouble);
         let raised = self.obs.status.conditions.iter().any(|c| {
             c.type_ == ConditionType::Degraded.as_str()
                 && c.status == "True"

@@ -265,9 +265,20 @@ impl Planner<'_> {
         self.obs.child(t.to).cloned().unwrap_or_default()
     }
 
-    /// The incoming child; `None` (after starting the abort) when its job failed before W is set.
+    /// The incoming child; `None` (after starting the abort) when, before W is set, its job
+    /// failed or its gates report the other color.
     pub(super) fn incoming_unless_failed(&mut self) -> Option<ChildObs> {
         let incoming = self.incoming();
+        let to = self.transition().to;
+        if let Some(wrong) = incoming
+            .flink
+            .as_ref()
+            .and_then(|f| f.gates.as_ref())
+            .and_then(|g| g.wrong_color(to))
+        {
+            self.abort(Reason::GateColorMismatch, &color_mismatch(&wrong), true);
+            return None;
+        }
         if !incoming.failed() {
             return Some(incoming);
         }
@@ -307,6 +318,17 @@ impl Planner<'_> {
                     settings.min_ready
                 ),
             );
+            return;
+        }
+        // Its gates must have reported (and so said their color) before W is proposed: a wait
+        // here holds nothing back, unlike one after the proposal.
+        if incoming
+            .flink
+            .as_ref()
+            .and_then(|f| f.gates.as_ref())
+            .is_none_or(|g| g.reports.is_empty())
+        {
+            self.wait_or_abort(settings, &t, Reason::NoGateMetrics, "the incoming job reports no bluegreen gate metrics yet: W is proposed once its gates report (is a GateProcessFunction in the pipeline?)");
             return;
         }
         let Some(gates) = outgoing.flink.as_ref().and_then(|f| f.gates.clone()) else {
@@ -481,5 +503,13 @@ fn readiness_so_far(ready_for: Option<Duration>) -> String {
     ready_for.map_or_else(
         || "not RUNNING with every task now".to_owned(),
         |d| format!("{:.1}s", d.as_secs_f64()),
+    )
+}
+
+/// Why gates that report the other color than their deployment's must never be given W, and the
+/// fix.
+pub(super) fn color_mismatch(wrong: &str) -> String {
+    format!(
+        "{wrong}: such gates would pass what the other color owns and drop what theirs owns (duplicates and losses at W). Build every gate with the color of the deployment it runs in, from BLUEGREEN_COLOR, which the controller sets in each pod (e.g. `new GateProcessFunction<>(Color.fromWire(System.getenv(\"BLUEGREEN_COLOR\")), ...)`), not with a fixed color or a `--color` argument in spec.template"
     )
 }

@@ -393,3 +393,42 @@ fn a_refused_first_deployment_reaches_every_condition_whole_with_one_warning_eve
         plan(&again).notes
     );
 }
+
+#[test]
+fn an_active_job_whose_gates_say_the_other_color_is_degraded_at_once() {
+    let mut obs = steady_blue("h1");
+    for r in &mut flink_of(&mut obs, Color::Blue)
+        .gates
+        .as_mut()
+        .unwrap()
+        .reports
+    {
+        r.color = Some(Color::Green);
+    }
+    let p = plan(&obs);
+    let (status, reason, message) = condition_message(&p, ConditionType::Degraded);
+    assert_eq!((status, reason), ("True", "GateColorMismatch"));
+    assert!(
+        message.contains("of the blue job report color=GREEN"),
+        "{message}"
+    );
+    assert_eq!(condition(&p, ConditionType::Ready).0, "False");
+    assert_eq!(
+        holding_notes(&p),
+        Vec::<(bool, EventReason)>::new(),
+        "not the holding warning"
+    );
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.warning && n.reason == EventReason::GateColorMismatch)
+    );
+    // Said once: the next resync with the condition in place writes no new event.
+    obs.status = p.status;
+    assert!(
+        !plan(&obs)
+            .notes
+            .iter()
+            .any(|n| n.reason == EventReason::GateColorMismatch)
+    );
+}

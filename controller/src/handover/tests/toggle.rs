@@ -520,3 +520,91 @@ fn gates_not_acknowledging_w_name_the_cause_they_report() {
         p.notes
     );
 }
+
+/// Sets the color every gate of `color`'s job reports.
+fn gates_say(obs: &mut Observed, color: Color, said: Option<Color>) {
+    for r in &mut flink_of(obs, color).gates.as_mut().expect("gates").reports {
+        r.color = said;
+    }
+}
+
+/// Found on real Flink: a green job whose gates were built BLUE (a fixed `--color` in the
+/// template) was handed W and promoted; both jobs then passed what blue owns (duplicates) and
+/// nobody what green owns (losses). Gates now say their color, and W is never given to such a job.
+#[test]
+fn an_incoming_job_whose_gates_say_the_other_color_is_aborted_before_w() {
+    // Before the proposal.
+    let mut obs = ready_for_a_minute(handover(Phase::Deploying, None).green(running(
+        "h2",
+        1,
+        0,
+        None,
+        i64::MIN,
+    )));
+    gates_say(&mut obs, Color::Green, Some(Color::Blue));
+    gates_say(&mut obs, Color::Blue, Some(Color::Blue));
+    let p = plan(&obs);
+    assert_eq!(
+        p.actions,
+        vec![
+            write_configmap(1, Stage::Failing, Color::Green, Toggle::NotSet),
+            Action::DeleteChild(Color::Green),
+        ]
+    );
+    assert_eq!(transition(&p).phase, Phase::Aborting);
+    let (status, reason, message) = condition_message(&p, ConditionType::Degraded);
+    assert_eq!((status, reason), ("True", "GateColorMismatch"));
+    assert!(
+        message.contains("2 of 2 gate subtasks of the green job report color=BLUE")
+            && message.contains("BLUEGREEN_COLOR"),
+        "{message}"
+    );
+    // With W proposed (the gates reported late): aborted, W never set.
+    let mut obs = ready_for_a_minute(
+        handover(Phase::ConfirmingToggle, Some(1_000 + MINUTE))
+            .green(running("h2", 1, 1, None, i64::MIN))
+            .blue(running("h1", 1, 1, Some(1_000), 900)),
+    );
+    gates_say(&mut obs, Color::Green, Some(Color::Blue));
+    let p = plan(&obs);
+    assert_eq!(transition(&p).phase, Phase::Aborting);
+    assert!(
+        !p.actions.iter().any(|a| matches!(
+            a,
+            Action::WriteConfigMap(s) if matches!(s.toggle, Toggle::Set(_))
+        )),
+        "{:?}",
+        p.actions
+    );
+    // The same handover with gates that say their own color (or nothing, as older gates) goes on.
+    for said in [Some(Color::Green), None] {
+        let mut obs = ready_for_a_minute(handover(Phase::Deploying, None).green(running(
+            "h2",
+            1,
+            0,
+            None,
+            i64::MIN,
+        )));
+        gates_say(&mut obs, Color::Green, said);
+        gates_say(&mut obs, Color::Blue, said.map(|_| Color::Blue));
+        let p = plan(&obs);
+        assert_eq!(transition(&p).phase, Phase::ConfirmingToggle, "{said:?}");
+    }
+}
+
+#[test]
+fn w_is_proposed_only_once_the_incoming_gates_report() {
+    let mut obs = ready_for_a_minute(handover(Phase::Deploying, None).green(running(
+        "h2",
+        1,
+        0,
+        None,
+        i64::MIN,
+    )));
+    flink_of(&mut obs, Color::Green).gates = None;
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    let (status, reason, message) = condition_message(&p, ConditionType::Progressing);
+    assert_eq!((status, reason), ("True", "NoGateMetrics"));
+    assert!(message.contains("incoming job"), "{message}");
+}

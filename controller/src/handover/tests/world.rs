@@ -103,6 +103,7 @@ impl Job {
             max_passed: self.max_passed,
             watermark: Some(self.next - 1),
             idle: false,
+            color: Some(self.color),
             problem: None,
         }
     }

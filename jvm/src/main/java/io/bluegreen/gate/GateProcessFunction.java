@@ -536,14 +536,14 @@ public class GateProcessFunction<T> extends ProcessFunction<T, T> implements Che
      * The acknowledgement line the controller reads ({@link #METRIC_APPLIED_STATE}): the applied
      * state, then the maximum passed event time read after it (so every record passed under an
      * older state is included), then the input watermark and idleness, e.g.
-     * {@code epoch=7 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false},
-     * with {@code problem=...} appended while the gate has a lasting problem ({@link Gate#currentProblem()}).
+     * {@code epoch=7 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false color=GREEN},
+     * its own color last, with {@code problem=...} appended while the gate has a lasting problem ({@link Gate#currentProblem()}).
      */
     String appliedStateLine() {
         Gate.Snapshot snap = appliedPublished; // volatile read first
         long max = maxPassedEventTime();
         Gate g = gate;
-        return GateReport.line(snap == null ? null : snap.state, max, inputWatermark, inputIdle,
+        return GateReport.line(snap == null ? null : snap.state, max, inputWatermark, inputIdle, color,
                 g == null ? null : g.currentProblem());
     }
 }

@@ -9,14 +9,18 @@ import java.util.Arrays;
  * key always present, e.g.
  * {@code epoch=7 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle=1000 floor= max-passed=998 watermark=995 idle=false}.
  * Before any state is applied, epoch, stage, active, toggle and floor are empty and watermark-stage
- * is -1. Readers ignore unknown trailing keys. After {@code idle} a gate with a lasting problem
+ * is -1. Readers ignore unknown trailing keys. After {@code idle} a gate writes its own color,
+ * {@code color=BLUE} (the color it was built with, so that the controller can refuse a job whose
+ * gates were told the other color), and a gate with a lasting problem
  * appends {@code problem=<text>} (percent-encoded: every byte outside {@code !..~}, and {@code %},
  * as {@code %XX} of its UTF-8), e.g. {@code problem=state%20source:%20sidecar...}; readers older
  * than the key ignore it. The Java twin of {@code bluegreen_protocol::GateReport}.
  */
 public final class GateReport {
     static final String[] KEYS = {"epoch", "stage", "active", "watermark-stage", "toggle", "floor", "max-passed", "watermark", "idle"};
-    /** The optional key after {@link #KEYS}: the gate's lasting problem. */
+    /** The optional key after {@link #KEYS}: the color the gate was built with. */
+    static final String COLOR_KEY = "color";
+    /** The optional key after {@link #KEYS} (and {@link #COLOR_KEY}): the gate's lasting problem. */
     static final String PROBLEM_KEY = "problem";
     /** The longest problem a line carries, in characters (longer ones are cut, marked by "..."). */
     static final int PROBLEM_MAX_CHARS = 300;
@@ -35,6 +39,8 @@ public final class GateReport {
     public final long watermark;
     /** Whether every input of the gate is idle. */
     public final boolean idle;
+    /** The color the gate was built with, which decides what it passes; null from a gate older than the key. */
+    public final Color color;
     /**
      * What keeps the gate from working now (its state source unreachable, an update refused), as
      * {@link Gate#currentProblem()} says; null when nothing does.
@@ -43,11 +49,11 @@ public final class GateReport {
 
     public GateReport(Long epoch, Stage stage, Color active, int watermarkStage, Long toggle, Long floor,
             long maxPassed, long watermark, boolean idle) {
-        this(epoch, stage, active, watermarkStage, toggle, floor, maxPassed, watermark, idle, null);
+        this(epoch, stage, active, watermarkStage, toggle, floor, maxPassed, watermark, idle, null, null);
     }
 
     public GateReport(Long epoch, Stage stage, Color active, int watermarkStage, Long toggle, Long floor,
-            long maxPassed, long watermark, boolean idle, String problem) {
+            long maxPassed, long watermark, boolean idle, Color color, String problem) {
         this.epoch = epoch;
         this.stage = stage;
         this.active = active;
@@ -57,28 +63,34 @@ public final class GateReport {
         this.maxPassed = maxPassed;
         this.watermark = watermark;
         this.idle = idle;
+        this.color = color;
         this.problem = problem == null || problem.isEmpty() ? null
                 : problem.length() > PROBLEM_MAX_CHARS ? problem.substring(0, PROBLEM_MAX_CHARS - 3) + "..." : problem;
     }
 
     /** The report of a gate that applied {@code s} (null: none yet). */
     public static GateReport of(CoordinationState s, long maxPassed, long watermark, boolean idle) {
-        return of(s, maxPassed, watermark, idle, null);
+        return of(s, maxPassed, watermark, idle, null, null);
     }
 
-    /** The report of a gate that applied {@code s} (null: none yet) and has {@code problem} (null: none). */
-    public static GateReport of(CoordinationState s, long maxPassed, long watermark, boolean idle, String problem) {
+    /**
+     * The report of a gate of {@code color} (null: not said) that applied {@code s} (null: none
+     * yet) and has {@code problem} (null: none).
+     */
+    public static GateReport of(CoordinationState s, long maxPassed, long watermark, boolean idle, Color color,
+            String problem) {
         if (s == null) {
-            return new GateReport(null, null, null, -1, null, null, maxPassed, watermark, idle, problem);
+            return new GateReport(null, null, null, -1, null, null, maxPassed, watermark, idle, color, problem);
         }
         return new GateReport(s.epoch(), s.stage(), s.active(), s.watermarkStage().ordinal(),
                 s.hasToggle() ? s.watermarkToggleValue() : null, s.hasFloor() ? s.floor() : null,
-                maxPassed, watermark, idle, problem);
+                maxPassed, watermark, idle, color, problem);
     }
 
     /** {@code of(s, ...).line()}. */
-    static String line(CoordinationState s, long maxPassed, long watermark, boolean idle, String problem) {
-        return of(s, maxPassed, watermark, idle, problem).line();
+    static String line(CoordinationState s, long maxPassed, long watermark, boolean idle, Color color,
+            String problem) {
+        return of(s, maxPassed, watermark, idle, color, problem).line();
     }
 
     /** The gauge's line. */
@@ -92,6 +104,7 @@ public final class GateReport {
                 + " max-passed=" + maxPassed
                 + " watermark=" + watermark
                 + " idle=" + idle
+                + (color == null ? "" : " " + COLOR_KEY + "=" + color.wire())
                 + (problem == null ? "" : " " + PROBLEM_KEY + "=" + encodeProblem(problem));
     }
 
@@ -176,7 +189,7 @@ public final class GateReport {
 
     /**
      * Parses a line strictly, as the controller does: the keys of {@link #line()} in that order,
-     * separated by whitespace, then anything (ignored but a {@code problem} token). Throws {@link ParseException} naming the key.
+     * separated by whitespace, then anything (ignored but a {@code color} and a {@code problem} token). Throws {@link ParseException} naming the key.
      */
     public static GateReport parse(String line) {
         String[] tokens = Arrays.stream(line.split("[ \\t\\n\\r\\f]+")).filter(t -> !t.isEmpty()).toArray(String[]::new);
@@ -257,14 +270,24 @@ public final class GateReport {
             }
             throw inconsistent(KEYS[i], v[i], "epoch, stage, active and watermark-stage are either all set or all empty (watermark-stage=-1)");
         }
+        Color color = null;
         String problem = null;
+        boolean colorSeen = false;
+        boolean problemSeen = false;
         for (int i = KEYS.length; i < tokens.length; i++) {
-            if (tokens[i].startsWith(PROBLEM_KEY + "=")) {
+            if (!colorSeen && tokens[i].startsWith(COLOR_KEY + "=")) {
+                String raw = tokens[i].substring(COLOR_KEY.length() + 1);
+                color = Color.fromWire(raw);
+                if (color == null) {
+                    throw invalid(COLOR_KEY, raw, Color.EXPECTED);
+                }
+                colorSeen = true;
+            } else if (!problemSeen && tokens[i].startsWith(PROBLEM_KEY + "=")) {
                 problem = decodeProblem(tokens[i].substring(PROBLEM_KEY.length() + 1));
-                break;
+                problemSeen = true;
             }
         }
-        return new GateReport(epoch, stage, active, ws, toggle, floor, max, wm, idle, problem);
+        return new GateReport(epoch, stage, active, ws, toggle, floor, max, wm, idle, color, problem);
     }
 
     private static ParseException invalid(String key, String value, String expected) {

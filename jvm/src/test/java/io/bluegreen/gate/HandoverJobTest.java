@@ -63,7 +63,7 @@ final class HandoverJobTest {
     /**
      * Waits until every gate of {@code job} acknowledges the proposal W (bluegreenGateAppliedState:
      * epoch 1, watermark-stage 1, toggle=W); proposes the highest max-passed instead while a gate
-     * passed a record above W. Returns the confirmed W.
+     * passed a record above W. Returns the confirmed W. Every line must name the gate's color, BLUE.
      */
     static long confirm(LocalFlink flink, JobID job, String vertex, Consumer<CoordinationState> publish, long w) throws Exception {
         while (true) {
@@ -77,6 +77,7 @@ final class HandoverJobTest {
                 long m = Long.MIN_VALUE;
                 for (String l : lines) {
                     GateReport r = GateReport.parse(l);
+                    assertEquals(BLUE, r.color, "a blue gate says its color: " + l);
                     if (r.epoch == null || r.epoch != 1 || r.watermarkStage != 1 || r.toggle == null || r.toggle != want) {
                         return false;
                     }

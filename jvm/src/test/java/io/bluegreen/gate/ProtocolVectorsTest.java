@@ -143,9 +143,10 @@ final class ProtocolVectorsTest {
                 assertEquals(want.get("max_passed"), r.maxPassed == Long.MIN_VALUE ? null : Long.toString(r.maxPassed), "max passed");
                 assertEquals(want.get("watermark"), r.watermark == Long.MIN_VALUE ? null : Long.toString(r.watermark), "watermark");
                 assertEquals(want.get("idle"), r.idle, "idle");
+                assertEquals(want.get("color"), r.color == null ? null : r.color.wire(), "color");
                 assertEquals(want.get("problem"), r.problem, "problem");
                 // Formatting gives the line back (single spaces, without the unknown keys a reader ignores).
-                String core = r.line().split(" problem=")[0];
+                String core = r.line().split(" color=")[0].split(" problem=")[0];
                 String spaced = String.join(" ", Arrays.stream(line.split("[ \\t\\n\\r\\f]+")).filter(t -> !t.isEmpty()).toArray(String[]::new));
                 assertTrue(spaced.equals(core) || spaced.startsWith(core + " "), "formats as the vector: " + r.line());
                 assertEquals(r, GateReport.parse(r.line()), "reads its own line back");
@@ -153,7 +154,7 @@ final class ProtocolVectorsTest {
                 if (r.epoch != null) {
                     CoordinationState s = CoordinationState.of(r.epoch, r.active, r.stage, WatermarkStage.values()[r.watermarkStage],
                             r.toggle == null ? 0 : r.toggle, 0).withFloor(r.floor);
-                    assertEquals(r.line(), GateReport.line(s, r.maxPassed, r.watermark, r.idle, r.problem), "the gate's line for " + s);
+                    assertEquals(r.line(), GateReport.line(s, r.maxPassed, r.watermark, r.idle, r.color, r.problem), "the gate's line for " + s);
                 }
             }));
         }

@@ -81,7 +81,7 @@ final class SidecarStateSourceTest {
                 await(() -> gate.currentProblem() != null, 5_000, "503 reported as a lasting problem");
                 assertTrue(gate.currentProblem().startsWith("state source: sidecar ") && gate.currentProblem().contains("503"),
                         gate.currentProblem());
-                GateReport none = GateReport.parse(GateReport.line(null, Long.MIN_VALUE, Long.MIN_VALUE, false, gate.currentProblem()));
+                GateReport none = GateReport.parse(GateReport.line(null, Long.MIN_VALUE, Long.MIN_VALUE, false, null, gate.currentProblem()));
                 assertEquals(gate.currentProblem(), none.problem, "the report line carries it");
                 sidecar.publish(CoordinationState.of(0, Color.BLUE, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, 0));
                 await(() -> gate.latest().state != null, 10_000, "state after retry");
@@ -105,22 +105,22 @@ final class SidecarStateSourceTest {
         assertTrue(gate.currentProblem().startsWith("refused update: "), "a 304 does not end a refusal");
         gate.onConfigMap(CoordinationState.of(0, Color.BLUE, Stage.RUNNING, WatermarkStage.WATERMARK_NOT_SET, 0, 0).toData());
         assertNull(gate.currentProblem(), "an applied state ends it");
-        String line = GateReport.line(gate.latest().state, 5, 4, false, gate.currentProblem());
+        String line = GateReport.line(gate.latest().state, 5, 4, false, null, gate.currentProblem());
         assertFalse(line.contains("problem="), line);
     }
 
     @Test
     @DisplayName("report: a problem is one percent-encoded token after idle, cut at 300 characters")
     void problemIsOneTokenAfterIdle() {
-        String line = GateReport.line(null, Long.MIN_VALUE, Long.MIN_VALUE, false, "state source: 100% \u00e9\ttab");
+        String line = GateReport.line(null, Long.MIN_VALUE, Long.MIN_VALUE, false, null, "state source: 100% \u00e9\ttab");
         assertTrue(line.endsWith(" idle=false problem=state%20source:%20100%25%20%C3%A9%09tab"), line);
         assertEquals("state source: 100% \u00e9\ttab", GateReport.parse(line).problem);
         String longOne = "x".repeat(1000);
-        GateReport r = GateReport.parse(GateReport.line(null, 0, 0, false, longOne));
+        GateReport r = GateReport.parse(GateReport.line(null, 0, 0, false, null, longOne));
         assertEquals(GateReport.PROBLEM_MAX_CHARS, r.problem.length(), "cut");
         assertTrue(r.problem.endsWith("..."), r.problem);
         GateReport.ParseException e = assertThrows(GateReport.ParseException.class,
-                () -> GateReport.parse(GateReport.line(null, 0, 0, false, null) + " problem=%2"));
+                () -> GateReport.parse(GateReport.line(null, 0, 0, false, null, null) + " problem=%2"));
         assertEquals("problem", e.key());
     }
 
