@@ -41,6 +41,7 @@ import org.apache.flink.table.operations.SinkModifyOperation;
 import org.apache.flink.table.operations.StatementSetOperation;
 import org.apache.flink.table.operations.command.SetOperation;
 import org.apache.flink.table.types.DataType;
+import org.apache.flink.table.types.DataTypeQueryable;
 import org.apache.flink.table.types.logical.LocalZonedTimestampType;
 import org.apache.flink.table.types.logical.LogicalType;
 import org.apache.flink.table.types.logical.RowType;
@@ -261,6 +262,13 @@ public final class GatedScript {
                     + " WATERMARK is declared on) or window_time of a window TVF, and add it to the sink table");
             return;
         }
+        if (plannedRowtime(rows.getTransformation()) != columnIndex(columns, rowtimes.get(0))) {
+            refusals.add(prefix + "the planner drops the event-time attribute " + rowtimes.get(0) + " (columns: " + names
+                    + "), as it does for a regular join: a joined row is written whenever its match arrives, however late,"
+                    + " so no event time tells which color owns it. Join with an interval join (a.ts BETWEEN b.ts -"
+                    + " INTERVAL ... AND b.ts + INTERVAL ..., both sides' event-time columns) or a window join instead");
+            return;
+        }
         List<Column> sinkColumns = catalogTable.getResolvedSchema().getColumns().stream()
                 .filter(Column::isPhysical)
                 .collect(Collectors.toList());
@@ -300,6 +308,36 @@ public final class GatedScript {
             }
         }
         return null;
+    }
+
+    private static int columnIndex(List<Column> columns, String name) {
+        for (int i = 0; i < columns.size(); i++) {
+            if (columns.get(i).getName().equals(name)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * The index of the event-time attribute in the rows the planner hands to {@code toDataStream}'s
+     * conversion (whose rowtime becomes the record's timestamp, the gate's event time), or -1. The
+     * query's resolved schema can show a rowtime the optimized plan no longer has: the planner
+     * materializes time attributes into plain timestamps at a regular join.
+     */
+    static int plannedRowtime(Transformation<?> conversion) {
+        for (Transformation<?> input : conversion.getInputs()) {
+            if (input.getOutputType() instanceof DataTypeQueryable) {
+                LogicalType type = ((DataTypeQueryable) input.getOutputType()).getDataType().getLogicalType();
+                List<LogicalType> fields = type.getChildren();
+                for (int i = 0; i < fields.size(); i++) {
+                    if (isRowtime(fields.get(i))) {
+                        return i;
+                    }
+                }
+            }
+        }
+        return -1;
     }
 
     private static String names(List<Column> columns) {
