@@ -25,11 +25,11 @@ use anyhow::Context as _;
 use bluegreen_controller::context::Context;
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
 use bluegreen_controller::server::{ServerState, serve};
-use bluegreen_examples::real::{Artifacts, FLINK_VERSION, java_available};
+use bluegreen_examples::real::{Artifacts, FLINK_VERSION, FLINK2_VERSION, java_available};
 use bluegreen_local_apiserver::{LocalApiServer, Options};
 use bluegreen_local_flink::crd::install_flink_deployment_crd;
 use bluegreen_local_flink::ledger::SinkMode;
-use bluegreen_local_flink::real::RealFlink;
+use bluegreen_local_flink::real::{FlinkMajor, RealFlink};
 use bluegreen_local_flink::{DEFAULT_START_MS, LocalFlink, LocalFlinkOptions, SimClock};
 use clap::{Parser, Subcommand};
 use kube::CustomResourceExt;
@@ -491,8 +491,13 @@ fn print_banner(
             why.as_ref()
                 .map_or_else(String::new, |w| format!(" (not real Flink: {w})"))
         ),
-        Mode::Real(_) => format!(
-            "REAL Flink {FLINK_VERSION}: one JVM per FlinkDeployment, with the bluegreen-sidecar"
+        Mode::Real(artifacts) => format!(
+            "REAL Flink {FLINK_VERSION} (spec.flinkVersion v1_20){}: one JVM per FlinkDeployment, with the bluegreen-sidecar",
+            if artifacts.flink2.is_some() {
+                format!(" and {FLINK2_VERSION} (v2_x)")
+            } else {
+                format!("; Flink 2.x not built ({})", FlinkMajor::V2.install_hint())
+            }
         ),
     };
     let storage = args.data_dir.as_ref().map_or_else(

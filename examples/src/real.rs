@@ -14,22 +14,27 @@ use bluegreen_controller::resource::{
 };
 use bluegreen_local_flink::DeploymentRef;
 use bluegreen_local_flink::file_ledger::{self, Expectation, FileLedgerReport};
-use bluegreen_local_flink::real::RealFlinkOptions;
+use bluegreen_local_flink::real::{FlinkLine, FlinkMajor, RealFlinkOptions};
 use bluegreen_protocol::Color;
 use bluegreen_protocol::flink::JobStatus;
 use serde_json::{Value, json};
 
 use crate::{LocalStack, NAMESPACE};
 
-/// The Flink version the local real mode runs (`scripts/flink-jars.sh`).
+/// The Flink 1.20 version the local real mode runs (`scripts/flink-jars.sh`).
 pub const FLINK_VERSION: &str = "1.20.3";
+/// The Flink 2.x version it runs (`FLINK_VERSION=2.3.0 scripts/flink-jars.sh`; the Maven profile
+/// `flink2` builds the jars against it).
+pub const FLINK2_VERSION: &str = "2.3.0";
+/// `spec.flinkVersion` of [`FLINK2_VERSION`].
+pub const FLINK2_SPEC_VERSION: &str = "v2_3";
 /// The example job's main class.
 pub const ENTRY_CLASS: &str = "io.bluegreen.examples.ExampleJob";
 
 /// The built artifacts a real run needs.
 #[derive(Debug, Clone)]
 pub struct Artifacts {
-    /// Flink's `lib/` directory.
+    /// Flink 1.20's `lib/` directory.
     pub flink_lib: PathBuf,
     /// `target/launcher/bluegreen-launcher.jar`.
     pub launcher: PathBuf,
@@ -37,6 +42,43 @@ pub struct Artifacts {
     pub job_jar: PathBuf,
     /// The `bluegreen-sidecar` binary of `profile` (`debug` or `release`).
     pub sidecar: PathBuf,
+    /// The Flink 2.x line's jars, when all of them are built ([`Artifacts::flink2`]).
+    pub flink2: Option<Flink2Jars>,
+}
+
+/// The Flink 2.x line's jars (Maven profile `flink2`, Flink [`FLINK2_VERSION`]).
+#[derive(Debug, Clone)]
+pub struct Flink2Jars {
+    /// Flink 2.x's `lib/` directory.
+    pub flink_lib: PathBuf,
+    /// `target/launcher-flink2/bluegreen-launcher.jar`.
+    pub launcher: PathBuf,
+    /// `target/examples-flink2/bluegreen-example-job.jar`.
+    pub job_jar: PathBuf,
+    /// `target/sql-runner-flink2/bluegreen-sql-runner.jar`.
+    pub sql_runner: PathBuf,
+}
+
+impl Flink2Jars {
+    /// The jars under `target`, when every one of them is there.
+    fn find(target: &Path) -> Option<Self> {
+        let root = target.join("flink").join(FLINK2_VERSION);
+        let jars = Self {
+            flink_lib: root.join("lib"),
+            launcher: target.join("launcher-flink2/bluegreen-launcher.jar"),
+            job_jar: target.join("examples-flink2/bluegreen-example-job.jar"),
+            sql_runner: target.join("sql-runner-flink2/bluegreen-sql-runner.jar"),
+        };
+        [
+            &root.join(".complete"),
+            &jars.launcher,
+            &jars.job_jar,
+            &jars.sql_runner,
+        ]
+        .iter()
+        .all(|p| p.exists())
+        .then_some(jars)
+    }
 }
 
 /// Whether a `java` runs on this machine.
@@ -57,6 +99,7 @@ impl Artifacts {
             launcher: target.join("launcher/bluegreen-launcher.jar"),
             job_jar: target.join("examples/bluegreen-example-job.jar"),
             sidecar: target.join(profile).join("bluegreen-sidecar"),
+            flink2: Flink2Jars::find(&target),
         };
         let sidecar_build = if profile == "release" {
             "cargo build --release -p bluegreen-sidecar"
@@ -81,9 +124,33 @@ impl Artifacts {
         Ok(a)
     }
 
-    /// Real-mode runner options with the sidecar, its files under `work`.
+    /// The Flink 2.x jars, or an error naming the commands that build them.
+    pub fn flink2(&self) -> anyhow::Result<&Flink2Jars> {
+        self.flink2.as_ref().with_context(|| {
+            format!(
+                "the Flink 2.x jars are missing under target/ (flink/{FLINK2_VERSION}, launcher-flink2, examples-flink2, sql-runner-flink2): run {} (scripts/test does it)",
+                FlinkMajor::V2.install_hint()
+            )
+        })
+    }
+
+    /// The example job's jar for `job`'s `spec.flinkVersion`.
+    pub fn job_jar_for(&self, job: &ExampleJob) -> anyhow::Result<&Path> {
+        Ok(match FlinkMajor::of(Some(&job.flink_version))? {
+            FlinkMajor::V1_20 => &self.job_jar,
+            FlinkMajor::V2 => &self.flink2()?.job_jar,
+        })
+    }
+
+    /// Real-mode runner options with the sidecar and every Flink line built, its files under
+    /// `work`.
     pub fn options(&self, work: &Path) -> RealFlinkOptions {
-        let mut real = RealFlinkOptions::new(&self.flink_lib, &self.launcher, work, "");
+        let mut real =
+            RealFlinkOptions::new(FlinkLine::new(&self.flink_lib, &self.launcher), work, "");
+        real.flink_2 = self
+            .flink2
+            .as_ref()
+            .map(|j| FlinkLine::new(&j.flink_lib, &j.launcher));
         real.sidecar_binary = Some(self.sidecar.clone());
         real
     }
@@ -104,6 +171,9 @@ pub struct ExampleJob {
     pub t0: u64,
     /// More job arguments.
     pub extra_args: Vec<String>,
+    /// `spec.flinkVersion`: `v1_20`, or [`FLINK2_SPEC_VERSION`] for the Flink 2.x line (with its
+    /// jar, [`Artifacts::job_jar_for`]).
+    pub flink_version: String,
 }
 
 impl ExampleJob {
@@ -120,6 +190,7 @@ impl ExampleJob {
             output: output.to_owned(),
             t0: u64::try_from(now).expect("epoch milliseconds fit in u64"),
             extra_args: Vec::new(),
+            flink_version: "v1_20".into(),
         }
     }
 
@@ -186,7 +257,7 @@ impl ExampleJob {
                 metadata: TemplateMetadata::default(),
                 spec: FlinkDeploymentSpec {
                     image: Some(format!("example.com/bluegreen-example:{}", self.version)),
-                    flink_version: Some("v1_20".into()),
+                    flink_version: Some(self.flink_version.clone()),
                     flink_configuration: conf,
                     job: JobSpec {
                         jar_uri: format!("local://{}", job_jar.display()),

@@ -1,6 +1,6 @@
-//! The real-Flink test bed shared by `real_upgrades.rs` and `real_handover_holes.rs`: the stack
-//! with the real-mode runner (one JVM per job, the real sidecar), the built artifacts, one test at
-//! a time, and the ledger's verdict.
+//! The real-Flink test bed shared by the `real_*.rs` tests: the stack with the real-mode runner
+//! (one JVM per job, the real sidecar; Flink 1.20, and Flink 2.x when its jars are built), the built
+//! artifacts, one test at a time, and the ledger's verdict.
 
 use std::path::Path;
 use std::time::Duration;
@@ -64,10 +64,11 @@ impl Bed {
         self.work.path().join(name)
     }
 
-    /// Creates `name` running `job` and waits until blue runs it.
+    /// Creates `name` running `job` (on the Flink line of its `flink_version`) and waits until
+    /// blue runs it.
     pub async fn deploy(&self, name: &str, job: &ExampleJob) -> anyhow::Result<()> {
         self.stack
-            .create(name, job.spec(&self.artifacts.job_jar))
+            .create(name, job.spec(self.artifacts.job_jar_for(job)?))
             .await?;
         self.stack.wait_steady(name, Color::Blue, UPGRADE).await?;
         Ok(())
@@ -229,7 +230,7 @@ pub async fn recreate_from(
     job: &ExampleJob,
     savepoint: &str,
 ) -> anyhow::Result<()> {
-    let mut spec = job.spec(&bed.artifacts.job_jar);
+    let mut spec = job.spec(bed.artifacts.job_jar_for(job)?);
     spec.template.spec.job.initial_savepoint_path = Some(savepoint.to_owned());
     bed.stack.create(name, spec).await?;
     bed.stack.wait_steady(name, Color::Blue, UPGRADE).await?;
