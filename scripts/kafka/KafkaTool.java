@@ -14,6 +14,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -27,7 +28,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
  * The Kafka side of the test bed, with nothing of Flink: plain Kafka clients only
- * (examples/src/kafka.rs runs it on the broker's class path, target/kafka/VERSION/libs).
+ * (examples/src/kafka/broker.rs runs it on the broker's class path, target/kafka/VERSION/libs).
  *
  * <pre>
  * KafkaTool create-topics BOOTSTRAP TOPIC:PARTITIONS...   waits up to 60 s for the broker, creates the topics
@@ -39,6 +40,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * KafkaTool read BOOTSTRAP TOPIC read_committed|read_uncommitted
  *     the oracle: every record of every partition up to the end offsets at its start (the last
  *     stable offsets for read_committed), one value per line on stdout
+ * KafkaTool follow BOOTSTRAP TOPIC
+ *     a read_committed consumer from the start of every partition, polling until killed: one
+ *     "epochMs value" line per record, epochMs the wall-clock time the poll returned it (when it
+ *     became visible, within fetch.max.wait.ms = 20), flushed after every poll
  * KafkaTool end-offsets BOOTSTRAP TOPIC   "partition endOffset" lines
  * KafkaTool watch-lag BOOTSTRAP TOPIC PERIOD_MS
  *     the read_committed lag: every PERIOD_MS, one "epochMs partition lastStableOffset highWatermark"
@@ -70,6 +75,9 @@ public final class KafkaTool {
                 }
                 read(a[1], a[2], a[3]);
                 break;
+            case "follow":
+                follow(a[1], a[2]);
+                break;
             case "end-offsets":
                 endOffsets(a[1], a[2]);
                 break;
@@ -85,7 +93,7 @@ public final class KafkaTool {
     }
 
     private static void usage() {
-        System.err.println("usage: KafkaTool create-topics|produce|read|end-offsets|watch-lag BOOTSTRAP ... (see its javadoc)");
+        System.err.println("usage: KafkaTool create-topics|produce|read|follow|end-offsets|watch-lag BOOTSTRAP ... (see its javadoc)");
         System.exit(2);
     }
 
@@ -171,6 +179,8 @@ public final class KafkaTool {
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        // A fetch waits at most this long for records (follow: how late a visible record may be seen).
+        p.put(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, "20");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         return new KafkaConsumer<>(p);
@@ -208,6 +218,27 @@ public final class KafkaTool {
             System.out.print(out);
             System.out.flush();
             System.err.println("read " + n + " records (" + isolation + ") up to " + end);
+        }
+    }
+
+    private static void follow(String bootstrap, String topic) {
+        try (KafkaConsumer<String, String> c = consumer(bootstrap, "read_committed")) {
+            List<TopicPartition> tps = partitions(c, topic);
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            while (true) {
+                ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(100));
+                if (records.isEmpty()) {
+                    continue;
+                }
+                long now = System.currentTimeMillis();
+                StringBuilder out = new StringBuilder();
+                for (ConsumerRecord<String, String> r : records) {
+                    out.append(now).append(' ').append(r.value()).append('\n');
+                }
+                System.out.print(out);
+                System.out.flush();
+            }
         }
     }
 

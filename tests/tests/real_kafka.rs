@@ -1,5 +1,5 @@
 //! Kafka in, Kafka out, through real handovers (issue 24, first slice): a real Apache Kafka broker
-//! (4.x, KRaft, one node, `bluegreen_e2e::kafka`), the example job's Kafka shape on real Flink 1.20
+//! (4.x, KRaft, one node, `bluegreen_examples::kafka`), the example job's Kafka shape on real Flink 1.20
 //! (`--topology kafka`: `KafkaSource` over a 4-partition topic → keyed running count → the gate →
 //! `KafkaSink` `EXACTLY_ONCE` with `BlueGreenSinks.transactionalIdPrefix` per color), driven by the
 //! unchanged controller through the local API server (the real-mode runner of `real_upgrades.rs`,
@@ -17,72 +17,18 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{Context as _, bail, ensure};
 use bluegreen_controller::resource::{Outcome, RestoreFrom, TransitionRecord};
-use bluegreen_e2e::kafka::{KafkaBroker, LagSample, LagWatch, aborted_lines};
+use bluegreen_e2e::kafka::ledger::{KEYS, read_committed_report};
+use bluegreen_e2e::kafka::{self, KafkaBroker, LagWatch, aborted_lines, now_ms};
 use bluegreen_e2e::real::{Bed, UPGRADE, upgrade_step, wait_taken};
-use bluegreen_examples::LocalStack;
 use bluegreen_examples::real::ExampleJob;
-use bluegreen_local_flink::file_ledger::{Expectation, FileLedgerReport, judge_lines};
+use bluegreen_local_flink::file_ledger::{Expectation, judge_lines};
 use bluegreen_protocol::Color;
 
-const PARTITIONS: u32 = 4;
-const RATE: u64 = 50;
 const JITTER_MS: u64 = 1500;
-const KEYS: u64 = 16;
-
-/// The expectation of `name`'s promoted handovers (blue first); `horizons`: every id below them.
-async fn expectation(
-    stack: &LocalStack,
-    name: &str,
-    horizons: &BTreeMap<u32, u64>,
-) -> anyhow::Result<Expectation> {
-    let status = stack.fbgds().get(name).await?.status.context("no status")?;
-    let mut handovers: Vec<(i64, Color)> = status
-        .history
-        .iter()
-        .filter(|h| h.outcome == Outcome::Promoted)
-        .filter_map(|h| h.toggle.map(|w| (w, h.to)))
-        .collect();
-    handovers.sort_unstable();
-    let mut expect = Expectation::new(Color::Blue).keys_per_split(KEYS);
-    for (w, to) in handovers {
-        expect = expect.handover(w, to);
-    }
-    for (&p, &n) in horizons {
-        expect = expect.horizon(p, n);
-    }
-    Ok(expect)
-}
-
-/// Commits what the active job read (a checkpoint through Flink's REST API), then judges the
-/// output topic as a `read_committed` consumer sees it. The committers commit just after the
-/// checkpoint completes, so a read with losses is repeated, up to 30 s; a real loss stays.
-async fn read_committed_report(
-    stack: &LocalStack,
-    kafka: &KafkaBroker,
-    name: &str,
-    horizons: &BTreeMap<u32, u64>,
-) -> anyhow::Result<FileLedgerReport> {
-    stack.commit_active(name).await?;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let expect = expectation(stack, name, horizons).await?;
-        let lines = kafka.read("out", "read_committed").await?;
-        let report = judge_lines(
-            Path::new("topic out (read_committed)"),
-            lines.iter().map(String::as_str),
-            &expect,
-        );
-        if report.losses == 0 || tokio::time::Instant::now() > deadline {
-            return Ok(report);
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        stack.commit_active(name).await?;
-    }
-}
 
 /// How long after the checkpoint that [`read_committed_report`] triggers every partition's last
 /// stable offset must have reached the high watermark it had when the handover ended: the
@@ -90,39 +36,14 @@ async fn read_committed_report(
 /// gone) holds it back until `transaction.timeout.ms`, 600 s in the example job.
 const LAG_BOUND: Duration = Duration::from_secs(30);
 
-fn now_ms() -> anyhow::Result<u64> {
-    Ok(u64::try_from(
-        SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis(),
-    )?)
-}
-
 /// A broker with the topics `in` and `out` and the producer of `in` running.
 async fn kafka_with_input() -> anyhow::Result<KafkaBroker> {
-    let mut kafka = KafkaBroker::start().await?;
-    kafka
-        .create_topics(&[("in", PARTITIONS), ("out", PARTITIONS)])
-        .await?;
-    kafka.start_producer("in", PARTITIONS, RATE, now_ms()?, JITTER_MS, 1, KEYS)?;
-    Ok(kafka)
+    kafka::with_input("in", "out", JITTER_MS).await
 }
 
 /// The arguments of the example job's Kafka shape on `kafka`, followed by `extra`.
 fn kafka_args(kafka: &KafkaBroker, extra: &[&str]) -> Vec<String> {
-    let jitter = JITTER_MS.to_string();
-    let mut args: Vec<String> = [
-        "--kafka",
-        &kafka.bootstrap,
-        "--input-topic",
-        "in",
-        "--output-topic",
-        "out",
-        "--jitter-ms",
-        &jitter,
-        "--idleness-ms",
-        "3000",
-    ]
-    .map(str::to_owned)
-    .to_vec();
+    let mut args = kafka::job_args(&kafka.bootstrap, "in", "out", JITTER_MS);
     args.extend(extra.iter().map(|a| (*a).to_owned()));
     args
 }
@@ -138,47 +59,22 @@ struct HandoverLag {
     caught_up_after: Duration,
 }
 
-/// The samples of `watch` by time, one entry per sampling (every partition).
-fn by_time(samples: &[LagSample]) -> BTreeMap<u64, Vec<LagSample>> {
-    let mut out: BTreeMap<u64, Vec<LagSample>> = BTreeMap::new();
-    for s in samples {
-        out.entry(s.at_ms).or_default().push(*s);
-    }
-    out
-}
-
 /// Measures the handover's lag from `watch`; waits up to [`LAG_BOUND`] for the catch-up (a
 /// transaction left open is an error naming the partitions it holds back).
 async fn handover_lag(watch: &LagWatch, from_ms: u64, to_ms: u64) -> anyhow::Result<HandoverLag> {
     let deadline = tokio::time::Instant::now() + LAG_BOUND;
     loop {
-        let samples = by_time(&watch.samples()?);
-        let peak = samples
-            .range(from_ms..=to_ms)
-            .map(|(_, s)| s.iter().map(LagSample::lag).sum::<u64>())
-            .max()
-            .unwrap_or(0);
-        let (_, at_end) = samples
-            .range(..=to_ms)
-            .next_back()
-            .context("no lag sample before the handover ended")?;
-        let caught_up = samples.range(to_ms..).find(|(_, now)| {
-            at_end.iter().all(|end| {
-                now.iter()
-                    .any(|s| s.partition == end.partition && s.stable >= end.high)
-            })
-        });
-        if let Some((&at, _)) = caught_up {
+        if let Some(at) = watch.caught_up(to_ms)? {
             return Ok(HandoverLag {
-                peak,
+                peak: watch.peak(from_ms, to_ms)?,
                 caught_up_after: Duration::from_millis(at - to_ms),
             });
         }
         if tokio::time::Instant::now() > deadline {
-            let last = samples.values().next_back().cloned().unwrap_or_default();
             bail!(
-                "a transaction stays open: {LAG_BOUND:?} after the checkpoint, the last stable offsets {last:?} \
-                 are still below the high watermarks at the end of the handover {at_end:?}"
+                "a transaction stays open: {LAG_BOUND:?} after the checkpoint, the last stable offsets {:?} \
+                 are still below the high watermarks at the end of the handover",
+                watch.last()?
             );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -211,11 +107,11 @@ async fn kafka_in_kafka_out_exactly_once_through_five_real_upgrades_read_committ
         ("v2", 2, None),
     ];
     for step in steps {
-        let from_ms = now_ms()?;
+        let from_ms = now_ms();
         color = upgrade_step(stack, "orders", &mut job, color, step).await?;
-        let to_ms = now_ms()?;
+        let to_ms = now_ms();
         let (version, parallelism, restore) = step;
-        let report = read_committed_report(stack, &kafka, "orders", &none).await?;
+        let report = read_committed_report(stack, &kafka, "orders", "out", &none).await?;
         let lag = handover_lag(&watch, from_ms, to_ms).await?;
         eprintln!(
             "after the upgrade to {color} ({version}, parallelism {parallelism}, {restore:?}): \
@@ -230,7 +126,7 @@ async fn kafka_in_kafka_out_exactly_once_through_five_real_upgrades_read_committ
     // Every record the producer wrote, not only those below the highest id seen.
     kafka.stop_producers();
     let horizons = kafka.end_offsets("in").await?;
-    let report = read_committed_report(stack, &kafka, "orders", &horizons).await?;
+    let report = read_committed_report(stack, &kafka, "orders", "out", &horizons).await?;
     eprintln!(
         "every input record ({horizons:?} per partition), read_committed:\n{report}\n\
          whole test {:?}",
@@ -344,7 +240,7 @@ async fn an_incoming_job_failing_before_w_is_aborted_and_nothing_of_it_is_read_c
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let report = read_committed_report(stack, &kafka, "orders", &horizons).await?;
+    let report = read_committed_report(stack, &kafka, "orders", "out", &horizons).await?;
     eprintln!("read_committed, every input record ({horizons:?}):\n{report}");
     ensure!(report.is_exactly_once_by_owner(), "{report}");
     ensure!(
@@ -446,7 +342,7 @@ async fn a_shared_transactional_id_prefix_fences_the_outgoing_job_on_real_kafka(
         ensure!(tokio::time::Instant::now() < deadline, "{e:#}");
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
-    let report = read_committed_report(stack, &kafka, "orders", &horizons).await?;
+    let report = read_committed_report(stack, &kafka, "orders", "out", &horizons).await?;
     let committed = kafka.read("out", "read_committed").await?;
     let uncommitted = kafka.read("out", "read_uncommitted").await?;
     let aborted = aborted_lines(&committed, &uncommitted);
