@@ -1,13 +1,17 @@
 //! The SQL job on **real Flink**: an unchanged SQL script run by `bluegreen-sql-runner`
 //! (`sql-runner/`, docs/sql.md) over CSV input files written while it runs, its
-//! `FlinkBlueGreenDeployment`, and the ledger that judges its two filesystem outputs: every
-//! input record projected exactly once, every event-time window counted exactly once, each by the
-//! color that owns its event time (the projection's `ts_ms`, the window's `window_time`).
+//! `FlinkBlueGreenDeployment`, and the ledger that judges its five filesystem outputs: every
+//! input record projected exactly once, every event-time window counted exactly once, every
+//! interval-join pair joined exactly once, each by the color that owns its event time (the
+//! projection's and the join's `ts`, the window's `window_time`), with the values the input implies.
 //!
 //! The script (v1): `orders` (`id,k,ts_ms` CSV files, watermark `ts - 30 s`, no idle timeout) →
-//! `projected` (`id, k, ts_ms, ts`) and → `per_window` (2 s tumbling windows per key:
-//! `k, window_start, window_end, cnt, id_sum, window_time`). v2 projects one more column,
-//! `k10 = k * 10`, into a sink table with that column: a changed query. `refused` adds an
+//! `projected` (`id, k, ts_ms, ts`); → `per_window`, `per_hop`, `per_cumulate` (per key:
+//! `k, window_start, window_end, cnt, id_sum, window_time` over [`WINDOWS`]: a 2 s TUMBLE, a 3 s HOP
+//! sliding by 1 s, a CUMULATE by 1 s up to 3 s); → `joined` (`id, prev_id, prev_ts_ms, ts`: each
+//! order with its key's previous order, `orders` interval-joined with itself on
+//! `a.id = b.id + KEYS` within [`JOIN_BOUND_MS`], the rowtime kept `a.ts`). v2 projects one more
+//! column, `k10 = k * 10`, into a sink table with that column: a changed query. `refused` adds an
 //! unwindowed `GROUP BY` the runner must refuse.
 
 use std::collections::{BTreeMap, HashMap};
@@ -34,6 +38,109 @@ pub const ENTRY_CLASS: &str = "io.bluegreen.sql.SqlRunner";
 pub const KEYS: u64 = 8;
 /// The tumbling window of `per_window`, ms.
 pub const WINDOW_MS: i64 = 2000;
+/// The interval join's bound, ms: `a.ts BETWEEN b.ts - INTERVAL '1' SECOND AND b.ts + INTERVAL '1' SECOND`.
+pub const JOIN_BOUND_MS: i64 = 1000;
+/// Every output table of the script (`refused` adds `counts`).
+pub const OUTPUTS: [&str; 5] = [
+    "projected",
+    "per_window",
+    "per_hop",
+    "per_cumulate",
+    "joined",
+];
+
+/// A window table-valued function of the script, by what decides a record's windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Windowing {
+    /// `TUMBLE(…, size)`: one window `[n * size, (n + 1) * size)`.
+    Tumble {
+        /// ms
+        size: i64,
+    },
+    /// `HOP(…, slide, size)`: every window `[n * slide, n * slide + size)` that holds the record.
+    Hop {
+        /// ms
+        slide: i64,
+        /// ms, a multiple of `slide`
+        size: i64,
+    },
+    /// `CUMULATE(…, step, max)`: `[n * max, n * max + m * step)` for each m = 1..=max/step whose
+    /// window holds the record.
+    Cumulate {
+        /// ms
+        step: i64,
+        /// ms, a multiple of `step`
+        max: i64,
+    },
+}
+
+impl Windowing {
+    /// The windows `[start, end)` that hold event time `ts`, as the SQL standard's window TVFs define them.
+    pub fn windows_of(self, ts: i64) -> Vec<(i64, i64)> {
+        match self {
+            Self::Tumble { size } => {
+                let start = ts.div_euclid(size) * size;
+                vec![(start, start + size)]
+            }
+            Self::Hop { slide, size } => {
+                let last = ts.div_euclid(slide) * slide;
+                (0..size / slide)
+                    .map(|i| last - i * slide)
+                    .filter(|start| ts < start + size)
+                    .map(|start| (start, start + size))
+                    .collect()
+            }
+            Self::Cumulate { step, max } => {
+                let start = ts.div_euclid(max) * max;
+                (1..=max / step)
+                    .map(|m| start + m * step)
+                    .filter(|end| ts < *end)
+                    .map(|end| (start, end))
+                    .collect()
+            }
+        }
+    }
+
+    /// The window TVF call over `orders`' rowtime.
+    fn sql(self) -> String {
+        let s = |ms: i64| format!("INTERVAL '{}' SECOND", ms / 1000);
+        match self {
+            Self::Tumble { size } => format!("TUMBLE(TABLE orders, DESCRIPTOR(ts), {})", s(size)),
+            Self::Hop { slide, size } => {
+                format!(
+                    "HOP(TABLE orders, DESCRIPTOR(ts), {}, {})",
+                    s(slide),
+                    s(size)
+                )
+            }
+            Self::Cumulate { step, max } => format!(
+                "CUMULATE(TABLE orders, DESCRIPTOR(ts), {}, {})",
+                s(step),
+                s(max)
+            ),
+        }
+    }
+}
+
+/// The window aggregations of the script: sink table, windows. Each counts and sums the ids per key
+/// and window.
+pub const WINDOWS: [(&str, Windowing); 3] = [
+    ("per_window", Windowing::Tumble { size: WINDOW_MS }),
+    (
+        "per_hop",
+        Windowing::Hop {
+            slide: 1000,
+            size: 3000,
+        },
+    ),
+    (
+        "per_cumulate",
+        Windowing::Cumulate {
+            step: 1000,
+            max: 3000,
+        },
+    ),
+];
 /// The source's watermark bound, ms: longer than any backlog of input files a job starts with
 /// (the filesystem source reads a backlog's files in no particular order, so a bound shorter than
 /// the backlog makes the older files' records late, and windows drop them) (the script's `WATERMARK FOR ts AS ts - INTERVAL '30' SECOND`).
@@ -118,21 +225,40 @@ CREATE TABLE orders (
   ts AS TO_TIMESTAMP_LTZ(ts_ms, 3),
   WATERMARK FOR ts AS ts - INTERVAL '30' SECOND
 ) WITH ('connector' = 'filesystem', 'path' = '{input}', 'format' = 'csv', 'source.monitor-interval' = '1 s');
-CREATE TABLE per_window (
-  k INT, window_start TIMESTAMP(3), window_end TIMESTAMP(3), cnt BIGINT, id_sum BIGINT, window_time TIMESTAMP_LTZ(3)
-) WITH ('connector' = 'filesystem', 'path' = '{per_window}', 'format' = 'csv');
 CREATE TABLE projected ({projected_sink})
   WITH ('connector' = 'filesystem', 'path' = '{projected}', 'format' = 'csv');
-INSERT INTO per_window
-  SELECT k, window_start, window_end, COUNT(*) AS cnt, SUM(id) AS id_sum, window_time
-  FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND))
-  GROUP BY k, window_start, window_end, window_time;
 INSERT INTO projected SELECT {projected_select} FROM orders;
 ",
             version = self.version,
             input = Self::uri(&self.input()),
-            per_window = Self::uri(&self.output("per_window")),
             projected = Self::uri(&self.output("projected")),
+        );
+        for (table, windowing) in WINDOWS {
+            let _ = write!(
+                script,
+                "CREATE TABLE {table} (
+  k INT, window_start TIMESTAMP(3), window_end TIMESTAMP(3), cnt BIGINT, id_sum BIGINT, window_time TIMESTAMP_LTZ(3)
+) WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv');
+INSERT INTO {table}
+  SELECT k, window_start, window_end, COUNT(*) AS cnt, SUM(id) AS id_sum, window_time
+  FROM TABLE({tvf})
+  GROUP BY k, window_start, window_end, window_time;
+",
+                path = Self::uri(&self.output(table)),
+                tvf = windowing.sql(),
+            );
+        }
+        let _ = write!(
+            script,
+            "CREATE TABLE joined (id BIGINT, prev_id BIGINT, prev_ts_ms BIGINT, ts TIMESTAMP_LTZ(3))
+  WITH ('connector' = 'filesystem', 'path' = '{joined}', 'format' = 'csv');
+INSERT INTO joined
+  SELECT a.id, b.id AS prev_id, b.ts_ms AS prev_ts_ms, a.ts
+  FROM orders a, orders b
+  WHERE a.id = b.id + {KEYS} AND a.ts BETWEEN b.ts - INTERVAL '{bound}' SECOND AND b.ts + INTERVAL '{bound}' SECOND;
+",
+            joined = Self::uri(&self.output("joined")),
+            bound = JOIN_BOUND_MS / 1000,
         );
         if self.version == "refused" {
             let _ = write!(
@@ -321,16 +447,22 @@ pub struct SqlLedgerReport {
     pub projected: BTreeMap<Color, u64>,
     /// Lines of `per_window`, per color.
     pub windows: BTreeMap<Color, u64>,
+    /// Lines of `per_hop`, per color.
+    pub hop: BTreeMap<Color, u64>,
+    /// Lines of `per_cumulate`, per color.
+    pub cumulate: BTreeMap<Color, u64>,
+    /// Lines of `joined`, per color.
+    pub joined: BTreeMap<Color, u64>,
     /// `projected` lines with the extra column (v2).
     pub projected_v2: u64,
     /// Extra emissions (a record or window emitted n > 1 times adds n - 1), both outputs.
     pub duplicates: u64,
-    /// Records or windows never emitted though they had to be (below the horizon).
+    /// Records, windows or joined pairs never emitted though they had to be (below the horizon).
     pub losses: u64,
     /// Emitted once, by the color that does not own the event time.
     pub wrong_color: u64,
-    /// Lines whose values are not what the input implies (key, event time, count, sum, k10), or
-    /// that do not parse, or ids that were never written.
+    /// Lines whose values are not what the input implies (key, event time, count, sum, k10, the
+    /// joined pair), or that do not parse, or ids that were never written.
     pub wrong_value: u64,
     /// A few examples of every defect.
     pub examples: Vec<String>,
@@ -353,11 +485,14 @@ impl fmt::Display for SqlLedgerReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "SQL ledger: {} files; projected {:?} ({} with k10), per_window {:?}; duplicates {}, losses {}, wrong color {}, wrong value {}",
+            "SQL ledger: {} files; projected {:?} ({} with k10), per_window {:?}, per_hop {:?}, per_cumulate {:?}, joined {:?}; duplicates {}, losses {}, wrong color {}, wrong value {}",
             self.files,
             self.projected,
             self.projected_v2,
             self.windows,
+            self.hop,
+            self.cumulate,
+            self.joined,
             self.duplicates,
             self.losses,
             self.wrong_color,
@@ -423,9 +558,10 @@ pub fn committed_lines(dir: &Path) -> anyhow::Result<Vec<(Color, String)>> {
     Ok(lines)
 }
 
-/// Judges both outputs of `job` against the `input` written and the promoted `handovers`
-/// (`(W, incoming color)`, in order). Every record with `ts <= horizon` must have been projected
-/// and every window ending at or before `horizon - BOUND_MS - WINDOW_MS` counted.
+/// Judges every output of `job` against the `input` written and the promoted `handovers`
+/// (`(W, incoming color)`, in order). Every record with `ts <= horizon` must have been projected,
+/// every pair of such records joined, and every window ending at or before
+/// `horizon - BOUND_MS - WINDOW_MS` counted.
 ///
 /// # Errors
 /// When a file cannot be read.
@@ -437,13 +573,25 @@ pub fn judge(
 ) -> anyhow::Result<SqlLedgerReport> {
     let mut report = SqlLedgerReport::default();
     let by_id: HashMap<u64, InputRecord> = input.iter().map(|r| (r.id, *r)).collect();
-    for dir in [job.output("projected"), job.output("per_window")] {
+    for table in OUTPUTS {
+        let dir = job.output(table);
         if dir.exists() {
             report.files += file_ledger::committed_part_files(&dir)?.len();
         }
     }
     judge_projected(job, input, &by_id, handovers, horizon, &mut report)?;
-    judge_windows(job, input, handovers, horizon, &mut report)?;
+    for (table, windowing) in WINDOWS {
+        judge_windows(
+            job,
+            table,
+            windowing,
+            input,
+            handovers,
+            horizon,
+            &mut report,
+        )?;
+    }
+    judge_joined(job, input, &by_id, handovers, horizon, &mut report)?;
     Ok(report)
 }
 
@@ -514,26 +662,34 @@ fn judge_projected(
     Ok(())
 }
 
-/// `per_window`: `k,window_start,window_end,cnt,id_sum,window_time`, each closed window once, by
+/// A window aggregation's table (`per_window`, `per_hop`, `per_cumulate`):
+/// `k,window_start,window_end,cnt,id_sum,window_time`, each closed window of `windowing` once, by
 /// the owner of its `window_time`, with the count and id sum of the input.
 fn judge_windows(
     job: &SqlJob,
+    table: &str,
+    windowing: Windowing,
     input: &[InputRecord],
     handovers: &[(i64, Color)],
     horizon: i64,
     report: &mut SqlLedgerReport,
 ) -> anyhow::Result<()> {
-    let mut expected: BTreeMap<(u64, i64), (u64, u64)> = BTreeMap::new();
+    let mut expected: BTreeMap<(u64, i64, i64), (u64, u64)> = BTreeMap::new();
     for r in input {
-        let e = expected
-            .entry((r.k, r.ts.div_euclid(WINDOW_MS) * WINDOW_MS))
-            .or_default();
-        e.0 += 1;
-        e.1 += r.id;
+        for (start, end) in windowing.windows_of(r.ts) {
+            let e = expected.entry((r.k, start, end)).or_default();
+            e.0 += 1;
+            e.1 += r.id;
+        }
     }
-    let mut windows: HashMap<(u64, i64), u64> = HashMap::new();
-    for (color, line) in committed_lines(&job.output("per_window"))? {
-        *report.windows.entry(color).or_default() += 1;
+    let mut windows: HashMap<(u64, i64, i64), u64> = HashMap::new();
+    for (color, line) in committed_lines(&job.output(table))? {
+        let lines = match windowing {
+            Windowing::Tumble { .. } => &mut report.windows,
+            Windowing::Hop { .. } => &mut report.hop,
+            Windowing::Cumulate { .. } => &mut report.cumulate,
+        };
+        *lines.entry(color).or_default() += 1;
         let f: Vec<&str> = line.split(',').collect();
         let parsed = (f.len() == 6)
             .then(|| {
@@ -549,39 +705,111 @@ fn judge_windows(
             .flatten();
         let Some((k, start, end, cnt, id_sum, time)) = parsed else {
             report.wrong_value += 1;
-            report.note(format!("per_window: unparsable line {line:?}"));
+            report.note(format!("{table}: unparsable line {line:?}"));
             continue;
         };
-        if end != start + WINDOW_MS
-            || time != end - 1
-            || expected.get(&(k, start)) != Some(&(cnt, id_sum))
-        {
+        if time != end - 1 || expected.get(&(k, start, end)) != Some(&(cnt, id_sum)) {
             report.wrong_value += 1;
             report.note(format!(
-                "per_window: {line:?} by {color}, the input has (count, id sum) {:?}",
-                expected.get(&(k, start))
+                "{table}: {line:?} by {color}, the input has (count, id sum) {:?}",
+                expected.get(&(k, start, end))
             ));
         }
-        let n = windows.entry((k, start)).or_default();
+        let n = windows.entry((k, start, end)).or_default();
         *n += 1;
         if *n > 1 {
             report.duplicates += 1;
             report.note(format!(
-                "per_window: window ({k}, {start}) emitted {n} times (now by {color})"
+                "{table}: window ({k}, {start}, {end}) emitted {n} times (now by {color})"
             ));
         } else if owner(handovers, time) != color {
             report.wrong_color += 1;
             report.note(format!(
-                "per_window: window ({k}, {start}) (t = {time}) emitted by {color}, owned by {}",
+                "{table}: window ({k}, {start}, {end}) (t = {time}) emitted by {color}, owned by {}",
                 owner(handovers, time)
             ));
         }
     }
-    for &(k, start) in expected.keys() {
-        if start + WINDOW_MS <= horizon - BOUND_MS - WINDOW_MS && !windows.contains_key(&(k, start))
+    for &(k, start, end) in expected.keys() {
+        if end <= horizon - BOUND_MS - WINDOW_MS && !windows.contains_key(&(k, start, end)) {
+            report.losses += 1;
+            report.note(format!("{table}: window ({k}, {start}, {end}) lost"));
+        }
+    }
+    Ok(())
+}
+
+/// `joined`: `id,prev_id,prev_ts_ms,ts`, each order `a` with `b`, its key's previous order
+/// (`a.id = b.id + KEYS`), when their event times are at most `JOIN_BOUND_MS` apart; once, by the
+/// owner of `a.ts`. Every pair of records with `ts <= horizon` must have been joined.
+fn judge_joined(
+    job: &SqlJob,
+    input: &[InputRecord],
+    by_id: &HashMap<u64, InputRecord>,
+    handovers: &[(i64, Color)],
+    horizon: i64,
+    report: &mut SqlLedgerReport,
+) -> anyhow::Result<()> {
+    let pair = |a: &InputRecord| {
+        let b = by_id.get(&a.id.checked_sub(KEYS)?)?;
+        ((a.ts - b.ts).abs() <= JOIN_BOUND_MS).then_some(*b)
+    };
+    let mut seen: HashMap<u64, u64> = HashMap::new();
+    for (color, line) in committed_lines(&job.output("joined"))? {
+        *report.joined.entry(color).or_default() += 1;
+        let f: Vec<&str> = line.split(',').collect();
+        let parsed = (f.len() == 4)
+            .then(|| {
+                Some((
+                    f[0].parse::<u64>().ok()?,
+                    f[1].parse::<u64>().ok()?,
+                    f[2].parse::<i64>().ok()?,
+                    epoch_ms(f[3])?,
+                ))
+            })
+            .flatten();
+        let Some((id, prev_id, prev_ts, ts)) = parsed else {
+            report.wrong_value += 1;
+            report.note(format!("joined: unparsable line {line:?}"));
+            continue;
+        };
+        let Some((a, b)) = by_id.get(&id).and_then(|a| Some((*a, pair(a)?))) else {
+            report.wrong_value += 1;
+            report.note(format!("joined: {line:?} is no pair of the input"));
+            continue;
+        };
+        if (prev_id, prev_ts, ts) != (b.id, b.ts, a.ts) {
+            report.wrong_value += 1;
+            report.note(format!(
+                "joined: {line:?} does not match the input {a:?}, {b:?}"
+            ));
+        }
+        let n = seen.entry(id).or_default();
+        *n += 1;
+        if *n > 1 {
+            report.duplicates += 1;
+            report.note(format!(
+                "joined: id {id} emitted {n} times (now by {color})"
+            ));
+        } else if owner(handovers, a.ts) != color {
+            report.wrong_color += 1;
+            report.note(format!(
+                "joined: id {id} (t = {}) emitted by {color}, owned by {}",
+                a.ts,
+                owner(handovers, a.ts)
+            ));
+        }
+    }
+    for a in input.iter().filter(|a| a.ts <= horizon) {
+        if let Some(b) = pair(a)
+            && b.ts <= horizon
+            && !seen.contains_key(&a.id)
         {
             report.losses += 1;
-            report.note(format!("per_window: window ({k}, {start}) lost"));
+            report.note(format!(
+                "joined: id {} with {} (t = {}) lost",
+                a.id, b.id, a.ts
+            ));
         }
     }
     Ok(())
@@ -661,8 +889,9 @@ pub async fn handovers(stack: &LocalStack, name: &str) -> anyhow::Result<Vec<(i6
     Ok(handovers)
 }
 
-/// Commits what `name`'s active job read (a checkpoint), then judges both outputs with every
-/// record written more than `settle` ago expected.
+/// Commits what `name`'s active job read (a checkpoint), then judges every output against what
+/// `input` has written by then, with every record written more than `settle` ago expected. (The
+/// input is read after the checkpoint: the committed output holds records written while it ran.)
 ///
 /// # Errors
 /// When the checkpoint fails or a file cannot be read.
@@ -670,19 +899,247 @@ pub async fn report(
     stack: &LocalStack,
     name: &str,
     job: &SqlJob,
-    input: &[InputRecord],
+    input: &InputWriter,
     settle: Duration,
 ) -> anyhow::Result<SqlLedgerReport> {
     let horizon = now_ms() - i64::try_from(settle.as_millis()).expect("small");
     stack.commit_active(name).await?;
     let handovers = handovers(stack, name).await?;
-    judge(job, input, &handovers, horizon)
+    judge(job, &input.records(), &handovers, horizon)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{epoch_ms, owner};
+    use std::collections::BTreeMap;
+    use std::fmt::Write as _;
+
+    use super::{
+        InputRecord, KEYS, SqlJob, SqlLedgerReport, Windowing, epoch_ms, judge_joined,
+        judge_windows, owner,
+    };
     use bluegreen_protocol::Color;
+
+    #[test]
+    fn the_windows_of_an_event_time_are_those_of_the_sql_window_functions() {
+        let tumble = Windowing::Tumble { size: 2000 };
+        assert_eq!(tumble.windows_of(2500), [(2000, 4000)]);
+        assert_eq!(tumble.windows_of(-1), [(-2000, 0)]);
+        let hop = Windowing::Hop {
+            slide: 1000,
+            size: 3000,
+        };
+        assert_eq!(
+            hop.windows_of(2500),
+            [(2000, 5000), (1000, 4000), (0, 3000)]
+        );
+        assert_eq!(
+            hop.windows_of(3000),
+            [(3000, 6000), (2000, 5000), (1000, 4000)]
+        );
+        let cumulate = Windowing::Cumulate {
+            step: 1000,
+            max: 3000,
+        };
+        assert_eq!(cumulate.windows_of(4500), [(3000, 5000), (3000, 6000)]);
+        assert_eq!(
+            cumulate.windows_of(3000),
+            [(3000, 4000), (3000, 5000), (3000, 6000)]
+        );
+    }
+
+    fn ts(ms: i64) -> String {
+        jiff::Timestamp::from_millisecond(ms)
+            .expect("in range")
+            .strftime("%Y-%m-%d %H:%M:%S%.3fZ")
+            .to_string()
+    }
+
+    /// Writes `lines` as `color`'s committed part file `n` of `table`.
+    fn write(job: &SqlJob, table: &str, color: Color, n: usize, lines: &[String]) {
+        let dir = job.output(table);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let name = format!("part-{}-{n}", color.suffix());
+        let text = lines.iter().fold(String::new(), |mut text, l| {
+            let _ = writeln!(text, "{l}");
+            text
+        });
+        std::fs::write(dir.join(name), text).expect("write");
+    }
+
+    /// Ids 0..18, key id % 8, 100 ms apart but for 16 and 17 (5 s later, too far from 8 and 9 to join).
+    fn input() -> Vec<InputRecord> {
+        (0..18)
+            .map(|id| InputRecord {
+                id,
+                k: id % KEYS,
+                ts: if id < 16 {
+                    100 * i64::try_from(id).expect("small")
+                } else {
+                    5000
+                },
+            })
+            .collect()
+    }
+
+    /// One handover to green at W = 1000.
+    const HANDOVERS: [(i64, Color); 1] = [(1000, Color::Green)];
+
+    fn judge_join(job: &SqlJob) -> SqlLedgerReport {
+        let input = input();
+        let by_id = input.iter().map(|r| (r.id, *r)).collect();
+        let mut report = SqlLedgerReport::default();
+        judge_joined(job, &input, &by_id, &HANDOVERS, 5000, &mut report).expect("judged");
+        report
+    }
+
+    #[test]
+    fn the_join_ledger_finds_every_pair_once_by_its_owner_and_catches_each_defect() {
+        let job = SqlJob::new(
+            &std::env::temp_dir().join(format!("bluegreen-sql-join-ledger-{}", std::process::id())),
+        );
+        let _ = std::fs::remove_dir_all(&job.work);
+        // Written by hand from the input: 8..=15 joined with 0..=7 (800 ms apart), 16 and 17 with
+        // nothing; a.ts <= 1000 is blue's.
+        let line = |a: i64| format!("{a},{},{},{}", a - 8, 100 * (a - 8), ts(100 * a));
+        let blue: Vec<String> = (8..=10).map(line).collect();
+        let green: Vec<String> = (11..=15).map(line).collect();
+        write(&job, "joined", Color::Blue, 0, &blue);
+        write(&job, "joined", Color::Green, 0, &green);
+        let report = judge_join(&job);
+        assert!(report.is_exactly_once_by_owner(), "{report}");
+        assert_eq!(
+            report.joined,
+            BTreeMap::from([(Color::Blue, 3), (Color::Green, 5)])
+        );
+        // A pair twice, across colors.
+        write(&job, "joined", Color::Blue, 1, &[line(11)]);
+        let report = judge_join(&job);
+        assert_eq!((report.duplicates, report.wrong_color), (1, 1), "{report}");
+        // A pair lost, a pair that is not one (16 with 8: 4.2 s apart), a wrong prev_ts_ms.
+        write(&job, "joined", Color::Blue, 1, &[]);
+        write(&job, "joined", Color::Green, 0, &green[1..]);
+        write(
+            &job,
+            "joined",
+            Color::Green,
+            1,
+            &[
+                format!("16,8,800,{}", ts(5000)),
+                format!("12,4,401,{}", ts(1200)),
+            ],
+        );
+        let report = judge_join(&job);
+        assert_eq!(
+            (report.losses, report.duplicates, report.wrong_value),
+            (1, 1, 2),
+            "{report}"
+        );
+        let _ = std::fs::remove_dir_all(&job.work);
+    }
+
+    #[test]
+    fn the_window_ledger_finds_every_hop_and_cumulate_window_once_and_catches_each_defect() {
+        let job = SqlJob::new(&std::env::temp_dir().join(format!(
+            "bluegreen-sql-window-ledger-{}",
+            std::process::id()
+        )));
+        let _ = std::fs::remove_dir_all(&job.work);
+        let input = input();
+        for (table, windowing) in [
+            (
+                "per_hop",
+                Windowing::Hop {
+                    slide: 1000,
+                    size: 3000,
+                },
+            ),
+            (
+                "per_cumulate",
+                Windowing::Cumulate {
+                    step: 1000,
+                    max: 3000,
+                },
+            ),
+        ] {
+            // The right output, by color: (count, id sum) per key and window.
+            let mut windows: BTreeMap<(u64, i64, i64), (u64, u64)> = BTreeMap::new();
+            for r in &input {
+                for (start, end) in windowing.windows_of(r.ts) {
+                    let e = windows.entry((r.k, start, end)).or_default();
+                    e.0 += 1;
+                    e.1 += r.id;
+                }
+            }
+            let mut lines: BTreeMap<Color, Vec<String>> = BTreeMap::new();
+            for (&(k, start, end), &(cnt, sum)) in &windows {
+                let mut line = String::new();
+                let _ = write!(
+                    line,
+                    "{k},{},{},{cnt},{sum},{}",
+                    ts(start),
+                    ts(end),
+                    ts(end - 1)
+                );
+                lines
+                    .entry(owner(&HANDOVERS, end - 1))
+                    .or_default()
+                    .push(line);
+            }
+            let judged = |job: &SqlJob| {
+                let mut report = SqlLedgerReport::default();
+                // Every window ending by 4 s must be there (the horizon minus BOUND_MS and WINDOW_MS).
+                let horizon = 4000 + super::BOUND_MS + super::WINDOW_MS;
+                judge_windows(
+                    job,
+                    table,
+                    windowing,
+                    &input,
+                    &HANDOVERS,
+                    horizon,
+                    &mut report,
+                )
+                .expect("judged");
+                report
+            };
+            for (color, l) in &lines {
+                write(&job, table, *color, 0, l);
+            }
+            let report = judged(&job);
+            assert!(report.is_exactly_once_by_owner(), "{table}: {report}");
+            // A window that straddles W = 1000 (one of [0, 3000) by green) lost, one counted twice
+            // by the wrong color, one with a wrong count.
+            let green = &lines[&Color::Green];
+            let straddling = green
+                .iter()
+                .position(|l| l.contains(&format!(",{},", ts(0))))
+                .expect("a green window starts at 0");
+            let mut changed = green.clone();
+            let lost = changed.remove(straddling);
+            let mut wrong: Vec<String> = changed
+                .pop()
+                .expect("more")
+                .split(',')
+                .map(String::from)
+                .collect();
+            wrong[3] = "999".into();
+            write(&job, table, Color::Green, 0, &changed);
+            write(&job, table, Color::Green, 1, &[wrong.join(",")]);
+            // Blue's files are read first: the copy by blue is the wrong color, green's the duplicate.
+            write(&job, table, Color::Blue, 1, &[changed[0].clone()]);
+            let report = judged(&job);
+            assert_eq!(
+                (
+                    report.losses,
+                    report.duplicates,
+                    report.wrong_color,
+                    report.wrong_value
+                ),
+                (1, 1, 1, 1),
+                "{table}, {lost} lost: {report}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&job.work);
+    }
 
     #[test]
     fn csv_timestamps_are_read_as_utc() {

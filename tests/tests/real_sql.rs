@@ -2,9 +2,10 @@
 //! in `bluegreen-sql-runner` (`sql-runner/`, docs/sql.md), which gates every INSERT, and the
 //! unchanged controller upgrades it through the local API server and the real-mode runner. The
 //! input is CSV files written while the jobs run (the filesystem source monitors the directory);
-//! the two outputs are filesystem tables (a 2 s tumbling window count over the rowtime and an
-//! append-only projection), judged by the SQL ledger (`bluegreen_examples::sql`): every record and
-//! every window once, by the color that owns its event time, with the values the input implies.
+//! the five outputs are filesystem tables (an append-only projection, TUMBLE, HOP and CUMULATE
+//! window aggregations over the rowtime, and an interval join of the input with itself), judged by
+//! the SQL ledger (`bluegreen_examples::sql`): every record, window and joined pair once, by the
+//! color that owns its event time, with the values the input implies.
 //!
 //! Needs the jars built by `scripts/test` (`mvn -B -q package -DskipTests` builds
 //! target/sql-runner/bluegreen-sql-runner.jar) and `cargo build -p bluegreen-sidecar`; without a
@@ -129,7 +130,7 @@ async fn an_unchanged_sql_script_is_handed_over_exactly_once_and_a_refused_one_c
             "upgrade to {color} ({version}, parallelism {parallelism}): {:?}",
             started.elapsed()
         );
-        let report = sql::report(stack, NAME, &job, &input.records(), SETTLE).await?;
+        let report = sql::report(stack, NAME, &job, &input, SETTLE).await?;
         eprintln!("{report}");
         if !report.is_exactly_once_by_owner() {
             keep(&job, &input.records(), &sql::handovers(stack, NAME).await?);
@@ -151,10 +152,15 @@ async fn an_unchanged_sql_script_is_handed_over_exactly_once_and_a_refused_one_c
         "three promoted handovers: {handovers:?}"
     );
     for color in Color::ALL {
+        let lines =
+            |table: &std::collections::BTreeMap<Color, u64>| table.get(color).copied().unwrap_or(0);
         ensure!(
-            report.projected.get(color).copied().unwrap_or(0) > 100
-                && report.windows.get(color).copied().unwrap_or(0) > 10,
-            "both colors wrote both tables: {report}"
+            lines(&report.projected) > 100
+                && lines(&report.joined) > 100
+                && [&report.windows, &report.hop, &report.cumulate]
+                    .into_iter()
+                    .all(|windows| lines(windows) > 10),
+            "both colors wrote every table: {report}"
         );
     }
     ensure!(
@@ -197,7 +203,7 @@ async fn a_sql_script_with_an_unwindowed_group_by_is_refused_before_any_record()
     let status = fbgd.status.expect("status");
     assert_eq!(status.active_color, None, "{status:?}");
     input.stop().await?;
-    for table in ["counts", "projected", "per_window"] {
+    for table in sql::OUTPUTS.into_iter().chain(["counts"]) {
         assert!(
             sql::committed_lines(&job.output(table))?.is_empty(),
             "no record may be written to {table}"
@@ -232,7 +238,7 @@ async fn the_sql_ledger_catches_a_handover_with_misconfigured_gates() -> anyhow:
     let steady = stack.wait_steady(NAME, Color::Green, UPGRADE).await;
     eprintln!("misconfigured handover: {steady:?}");
     tokio::time::sleep(Duration::from_secs(20)).await;
-    let report = sql::report(stack, NAME, &job, &input.records(), SETTLE).await?;
+    let report = sql::report(stack, NAME, &job, &input, SETTLE).await?;
     eprintln!("{report}");
     ensure!(
         !report.is_exactly_once_by_owner() && report.duplicates + report.losses > 0,
