@@ -57,6 +57,9 @@ public final class ExampleJob {
             "  --transactional-id-prefix per-color|shared|shared-unchecked   kafka: BlueGreenSinks.transactionalIdPrefix(\"orders\", color)",
             "        (default), or one prefix for both colors: refused at job build (shared), or the gate placed before",
             "        the unwrapped KafkaSink, unchecked (shared-unchecked: the damage the per-color prefix prevents)",
+            "  --transaction-naming incrementing|pooling   kafka: KafkaSinkBuilder.setTransactionNamingStrategy (connector",
+            "        5.x, Flink 2.x only; default: not set, the connector's DEFAULT, INCREMENTING; 1.20 knows incrementing only)",
+            "  --transaction-timeout-ms N   kafka: the producers' transaction.timeout.ms (default 600000)",
             "  --skew-b-ms N                two-sinks: branch b's event times (and watermarks) N ms ahead of a's (default 0)",
             "        windowed:  keyed, then 1 s tumbling event-time windows per key that emit their records",
             "                   when they fire, with eventTime = the window's end - 1 ms (what the gate decides by)",
@@ -92,7 +95,7 @@ public final class ExampleJob {
             "records-per-split", "catch-up-rate", "keys-per-split", "jitter-ms", "idle-split", "idle-active-ms", "idle-cycle-ms",
             "idleness-ms", "checkpoint-interval-ms", "parallelism", "color", "state-source", "w", "handover-to", "rolling",
             "fail-trigger", "placement", "sink-idleness-ms", "skew-b-ms", "kafka", "input-topic", "output-topic",
-            "transactional-id-prefix");
+            "transactional-id-prefix", "transaction-naming", "transaction-timeout-ms");
 
     private ExampleJob() {}
 
@@ -160,7 +163,8 @@ public final class ExampleJob {
                     records.outOfOrdernessMs(), longArg(args, "idleness-ms", 5000));
             DataStream<String> lines = counted(events).map(new ToLine(c, version, failTrigger)).uid("to-line").name("to-line");
             KafkaShape.sink(lines, new GateProcessFunction<>(color, states), args.get("kafka"), args.get("output-topic"),
-                    args.getOrDefault("transactional-id-prefix", "per-color"), color);
+                    args.getOrDefault("transactional-id-prefix", "per-color"), color, args.get("transaction-naming"),
+                    longArg(args, "transaction-timeout-ms", 600_000));
             return "bluegreen-example kafka " + version + " " + c;
         }
         DataStream<Event> events = env.fromSource(source, watermarks, "example-source").uid("example-source");

@@ -13,6 +13,7 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
+import org.apache.flink.connector.kafka.sink.KafkaSinkBuilder;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
@@ -69,14 +70,18 @@ final class KafkaShape {
         return env.fromSource(source, watermarks, "kafka-source").uid("kafka-source");
     }
 
+    /**
+     * The sink: {@code naming} ({@code incrementing} or {@code pooling}, null for the connector's
+     * default) and {@code transactionTimeoutMs}, the producers' {@code transaction.timeout.ms}: below
+     * the broker's {@code transaction.max.timeout.ms} (15 min by default), above a checkpoint
+     * interval plus a handover.
+     */
     static void sink(DataStream<String> lines, GateProcessFunction<String> gate, String bootstrap, String topic,
-            String prefixMode, Color color) {
+            String prefixMode, Color color, String naming, long transactionTimeoutMs) {
         String transactionalIdPrefix = prefix(prefixMode, color);
         Properties producer = new Properties();
-        // Below the broker's transaction.max.timeout.ms (15 min by default), above a checkpoint
-        // interval plus a handover.
-        producer.setProperty("transaction.timeout.ms", "600000");
-        KafkaSink<String> sink = KafkaSink.<String>builder()
+        producer.setProperty("transaction.timeout.ms", Long.toString(transactionTimeoutMs));
+        KafkaSinkBuilder<String> builder = KafkaSink.<String>builder()
                 .setBootstrapServers(bootstrap)
                 .setRecordSerializer(KafkaRecordSerializationSchema.builder()
                         .setTopic(topic)
@@ -84,12 +89,45 @@ final class KafkaShape {
                         .build())
                 .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
                 .setTransactionalIdPrefix(transactionalIdPrefix)
-                .setKafkaProducerConfig(producer)
-                .build();
+                .setKafkaProducerConfig(producer);
+        KafkaSink<String> sink = naming(builder, naming).build();
         if (prefixMode.equals("shared-unchecked")) {
             GateSinkWrapper.sinkTo(lines, gate, sink).uid("kafka-sink").name("kafka-sink");
         } else {
             BlueGreenSinks.sinkTo(lines, gate, sink, "kafka-sink");
+        }
+    }
+
+    /**
+     * {@code builder} with {@code setTransactionNamingStrategy(TransactionNamingStrategy.<NAMING>)}.
+     * Called reflectively: the enum exists in connector 5.x (Flink 2.x) only, and this source builds
+     * on both lines. Connector 3.x (Flink 1.20) names transactions as 5.x's {@code INCREMENTING}
+     * does, so {@code incrementing} is accepted there and changes nothing.
+     */
+    static KafkaSinkBuilder<String> naming(KafkaSinkBuilder<String> builder, String naming) {
+        if (naming == null) {
+            return builder;
+        }
+        if (!naming.equals("incrementing") && !naming.equals("pooling")) {
+            throw new IllegalArgumentException("--transaction-naming must be incrementing or pooling, got '" + naming + "'");
+        }
+        Class<?> strategies;
+        try {
+            strategies = Class.forName("org.apache.flink.connector.kafka.sink.TransactionNamingStrategy");
+        } catch (ClassNotFoundException e) {
+            if (naming.equals("incrementing")) {
+                return builder;
+            }
+            throw new IllegalArgumentException("--transaction-naming " + naming + " needs flink-connector-kafka 5.x (Flink 2.x):"
+                    + " this connector has no TransactionNamingStrategy", e);
+        }
+        try {
+            @SuppressWarnings({"unchecked", "rawtypes"})
+            Object strategy = Enum.valueOf((Class) strategies, naming.toUpperCase(java.util.Locale.ROOT));
+            builder.getClass().getMethod("setTransactionNamingStrategy", strategies).invoke(builder, strategy);
+            return builder;
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("KafkaSinkBuilder.setTransactionNamingStrategy failed", e);
         }
     }
 
