@@ -22,16 +22,20 @@ pub fn template_hash(template: &FlinkDeploymentTemplate) -> String {
 }
 
 /// The hash a handover is started by when it changes: [`template_hash`] while `spec.sidecar` has
-/// its defaults (so resources that never set it keep the hash they had before it existed), else
-/// the hash of the template and `spec.sidecar` together (a sidecar change is rolled out by a
-/// handover, like a template change).
+/// its defaults and `spec.cluster` is unset (so resources that never set them keep the hash they
+/// had before they existed), else the hash of the template, `spec.sidecar` and `spec.cluster`
+/// together (a sidecar change is rolled out by a handover, like a template change, and a cluster
+/// change moves the job by one).
 pub fn spec_hash(spec: &FlinkBlueGreenDeploymentSpec) -> String {
-    if spec.sidecar == SidecarInjection::default() {
+    if spec.sidecar == SidecarInjection::default() && spec.cluster.is_none() {
         return template_hash(&spec.template);
     }
     let mut t = spec.template.clone();
     t.spec.job.state = None;
-    hash_of(&(&t, &spec.sidecar))
+    match &spec.cluster {
+        None => hash_of(&(&t, &spec.sidecar)),
+        Some(cluster) => hash_of(&(&t, &spec.sidecar, cluster)),
+    }
 }
 
 fn hash_of(value: &impl serde::Serialize) -> String {
@@ -52,8 +56,13 @@ fn hash_of(value: &impl serde::Serialize) -> String {
 pub struct ChildContext<'a> {
     /// The owner's name.
     pub deployment: &'a str,
-    /// The owner's namespace.
+    /// The owner's namespace: the coordination ConfigMap's, which the gates read.
     pub namespace: &'a str,
+    /// The child's namespace: the owner's, or the target namespace in another cluster.
+    pub child_namespace: &'a str,
+    /// The child carries an owner reference to the resource: it runs in the resource's cluster
+    /// (another cluster's garbage collector would delete a child whose owner it cannot find).
+    pub owned: bool,
     /// The owner's uid (for the ownerReference).
     pub owner_uid: &'a str,
     /// The owner's apiVersion.
@@ -120,23 +129,26 @@ pub fn build(
         .map(|(k, v)| (k.clone(), Value::String(v.clone())))
         .collect();
     annotations.insert(ANNOTATION_TEMPLATE_HASH.into(), template_hash.into());
+    let mut metadata = json!({
+        "name": child_name(ctx.deployment, color),
+        "namespace": ctx.child_namespace,
+        "labels": labels,
+        "annotations": annotations,
+    });
+    if ctx.owned {
+        metadata["ownerReferences"] = json!([{
+            "apiVersion": ctx.owner_api_version,
+            "kind": ctx.owner_kind,
+            "name": ctx.deployment,
+            "uid": ctx.owner_uid,
+            "controller": true,
+            "blockOwnerDeletion": true,
+        }]);
+    }
     Ok(json!({
         "apiVersion": flink_deployment::API_VERSION,
         "kind": flink_deployment::KIND,
-        "metadata": {
-            "name": child_name(ctx.deployment, color),
-            "namespace": ctx.namespace,
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [{
-                "apiVersion": ctx.owner_api_version,
-                "kind": ctx.owner_kind,
-                "name": ctx.deployment,
-                "uid": ctx.owner_uid,
-                "controller": true,
-                "blockOwnerDeletion": true,
-            }],
-        },
+        "metadata": metadata,
         "spec": spec_value,
     }))
 }
@@ -156,6 +168,8 @@ mod tests {
         ChildContext {
             deployment: "orders",
             namespace: "prod",
+            child_namespace: "prod",
+            owned: true,
             owner_uid: "uid-1",
             owner_api_version: "bluegreen.dev/v1alpha1",
             owner_kind: "FlinkBlueGreenDeployment",
@@ -197,6 +211,23 @@ mod tests {
                 .unwrap()
                 .iter()
                 .any(|e| e["name"] == "BLUEGREEN_COLOR" && e["value"] == "GREEN")
+        );
+    }
+
+    #[test]
+    fn a_child_in_another_cluster_has_no_owner_and_its_gates_read_the_home_configmap() {
+        let s = spec("local:///job.jar");
+        let remote = ChildContext {
+            child_namespace: "jobs",
+            owned: false,
+            ..ctx()
+        };
+        let child = build(&remote, &s, &valid(&s), Color::Green, "abc", None).expect("valid");
+        assert_eq!(child["metadata"]["namespace"], "jobs");
+        assert!(child["metadata"].get("ownerReferences").is_none());
+        assert_eq!(
+            child["spec"]["flinkConfiguration"][flink_config::NAMESPACE],
+            "prod"
         );
     }
 

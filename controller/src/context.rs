@@ -5,6 +5,7 @@ use kube::api::ApiResource;
 use kube::core::GroupVersionKind;
 use kube::runtime::events::{Recorder, Reporter};
 
+use crate::clusters::ClusterClients;
 use crate::metrics::Metrics;
 use crate::names::FIELD_MANAGER;
 
@@ -21,6 +22,8 @@ pub struct Context {
     pub metrics: Metrics,
     /// Kubernetes Events.
     pub recorder: Recorder,
+    /// The clients of the other clusters children run in (`spec.cluster`).
+    pub clusters: ClusterClients,
 }
 
 impl Context {
@@ -45,6 +48,7 @@ impl Context {
             rest_url_template: rest_url_template.to_owned(),
             metrics: Metrics::new(),
             recorder,
+            clusters: ClusterClients::default(),
         }
     }
 }

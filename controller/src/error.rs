@@ -75,6 +75,9 @@ pub enum Error {
     /// A reconcile took longer than its bound (a hung API or REST call); it is retried.
     #[error("reconcile did not finish within {0:?}; retrying")]
     ReconcileTimeout(std::time::Duration),
+    /// A plan acts on a child in a cluster the observation did not resolve.
+    #[error("the cluster of the {0} child was not resolved in this reconcile; retrying")]
+    ClusterUnresolved(bluegreen_protocol::Color),
     /// Leader election failed.
     #[error("leader election: {0}")]
     Lease(String),
@@ -97,6 +100,7 @@ impl Error {
             Self::ReconcileTimeout(_) => "timeout",
             Self::Finalizer(_) => "finalizer",
             Self::Lease(_) => "lease",
+            Self::ClusterUnresolved(_) => "cluster",
         }
     }
 }

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::checks::{ValidSpec, validate_spec};
 use crate::child::{ChildContext, build, child_name};
+use crate::clusters::{Reach, Reaches};
 use crate::context::{Context, flink_deployment_resource};
 use crate::error::{Error, Result, SpecError};
 use crate::flink_rest::FlinkRest;
@@ -25,11 +26,14 @@ use crate::resource::{
 
 /// Writes the plan's status, then runs its actions; stops at the first failing action (the next
 /// reconcile plans again from the written status). `valid` is what validating `fbgd`'s spec found
-/// (`Observed::valid`); the plan applies a child only when it is `Ok`.
+/// (`Observed::valid`); the plan applies a child only when it is `Ok`. An action on a child goes
+/// to the cluster the plan's status records for its color (`status.clusters`), through
+/// `reaches`; the ConfigMap, the gates' RBAC and the status stay in this cluster.
 pub async fn execute(
     ctx: &Context,
     fbgd: &FlinkBlueGreenDeployment,
     valid: &Result<ValidSpec, SpecError>,
+    reaches: &Reaches,
     plan: &Plan,
 ) -> Result<()> {
     let namespace = fbgd
@@ -37,8 +41,11 @@ pub async fn execute(
         .ok_or(Error::MissingMetadata("namespace"))?;
     let name = fbgd.name_any();
     let api: Api<FlinkBlueGreenDeployment> = Api::namespaced(ctx.client.clone(), &namespace);
-    let children: Api<DynamicObject> =
-        Api::namespaced_with(ctx.client.clone(), &namespace, &flink_deployment_resource());
+    let reach = |color: Color| {
+        reaches
+            .get(plan.status.clusters.of(color))
+            .ok_or(Error::ClusterUnresolved(color))
+    };
     if fbgd.status.clone().unwrap_or_default() != plan.status {
         write_status(&api, fbgd, plan.status.clone()).await?;
     }
@@ -64,7 +71,7 @@ pub async fn execute(
                     template_hash,
                     restore_path: restore_path.as_deref(),
                 };
-                apply_child(ctx, &children, fbgd, &namespace, *color, &from).await?;
+                apply_child(ctx, reach(*color)?, fbgd, &namespace, *color, &from).await?;
             }
             Action::RepairChild {
                 color,
@@ -81,9 +88,10 @@ pub async fn execute(
                     template_hash,
                     restore_path: Some(restore_path),
                 };
-                apply_child(ctx, &children, fbgd, &namespace, *color, &from).await?;
+                apply_child(ctx, reach(*color)?, fbgd, &namespace, *color, &from).await?;
             }
             Action::RestartChild { color, nonce } => {
+                let children = children_in(reach(*color)?);
                 restart_child(&children, &child_name(&name, *color), *nonce).await?;
             }
             Action::DeleteChild(color) => {
@@ -91,10 +99,11 @@ pub async fn execute(
                 // both; the other way round the binding would outlive it.
                 let bindings: Api<RoleBinding> = Api::namespaced(ctx.client.clone(), &namespace);
                 delete_if_present(&bindings, &gate_rbac::role_binding_name(&name, *color)).await?;
+                let children = children_in(reach(*color)?);
                 delete_if_present(&children, &child_name(&name, *color)).await?;
             }
             Action::TriggerSavepoint { color, trigger_id } => {
-                let (rest, job_id) = child_rest(ctx, &children, fbgd, *color).await?;
+                let (rest, job_id) = child_rest(ctx, reach(*color)?, fbgd, *color).await?;
                 let target = fbgd.spec.coordination.savepoint.target_directory.as_deref();
                 rest.trigger_savepoint(&job_id, target, trigger_id).await?;
             }
@@ -103,7 +112,7 @@ pub async fn execute(
                 trigger_id,
                 drain,
             } => {
-                let (rest, job_id) = child_rest(ctx, &children, fbgd, *color).await?;
+                let (rest, job_id) = child_rest(ctx, reach(*color)?, fbgd, *color).await?;
                 let target = fbgd.spec.coordination.savepoint.target_directory.as_deref();
                 rest.stop_with_savepoint(&job_id, target, trigger_id, *drain)
                     .await?;
@@ -113,7 +122,9 @@ pub async fn execute(
                 api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await?;
             }
-            Action::Orphan(color) => orphan(&children, &child_name(&name, *color)).await?,
+            Action::Orphan(color) => {
+                orphan(&children_in(reach(*color)?), &child_name(&name, *color)).await?;
+            }
             Action::DeleteConfigMap => {
                 let configmaps: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
                 delete_if_present(&configmaps, &configmap_name(&name)).await?;
@@ -122,6 +133,15 @@ pub async fn execute(
         }
     }
     Ok(())
+}
+
+/// The FlinkDeployments of the namespace `reach` reaches.
+fn children_in(reach: &Reach) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        reach.client.clone(),
+        &reach.namespace,
+        &flink_deployment_resource(),
+    )
 }
 
 /// Drops the owner references of the child `name`, so it outlives the resource; a missing
@@ -161,20 +181,23 @@ struct Render<'a> {
     restore_path: Option<&'a str>,
 }
 
-/// Server-side applies the child of `color` of `fbgd` rendered `from`, after its gates' Role and
-/// RoleBinding.
+/// Server-side applies the child of `color` of `fbgd` rendered `from` in the cluster `reach`
+/// reaches, in this cluster after its gates' Role and RoleBinding (a child in another cluster
+/// gets none: its gates' credential for the home ConfigMap is not created yet).
 async fn apply_child(
     ctx: &Context,
-    children: &Api<DynamicObject>,
+    reach: &Reach,
     fbgd: &FlinkBlueGreenDeployment,
     namespace: &str,
     color: Color,
     from: &Render<'_>,
 ) -> Result<()> {
-    apply_gate_rbac(ctx, fbgd, from.valid, namespace, color).await?;
-    let body = child_body(fbgd, color, from)?;
+    if !reach.remote {
+        apply_gate_rbac(ctx, fbgd, from.valid, namespace, color).await?;
+    }
+    let body = child_body(fbgd, reach, color, from)?;
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    children
+    children_in(reach)
         .patch(
             &child_name(&fbgd.name_any(), color),
             &params,
@@ -184,9 +207,11 @@ async fn apply_child(
     Ok(())
 }
 
-/// The server-side-apply body of the child of `color` of `fbgd`, rendered `from`.
+/// The server-side-apply body of the child of `color` of `fbgd` in the cluster `reach` reaches,
+/// rendered `from`.
 fn child_body(
     fbgd: &FlinkBlueGreenDeployment,
+    reach: &Reach,
     color: Color,
     from: &Render<'_>,
 ) -> Result<serde_json::Value> {
@@ -200,6 +225,8 @@ fn child_body(
     let child_ctx = ChildContext {
         deployment: &name,
         namespace: &namespace,
+        child_namespace: &reach.namespace,
+        owned: !reach.remote,
         owner_uid: &uid,
         owner_api_version: &owner_api_version,
         owner_kind: &owner_kind,
@@ -245,18 +272,15 @@ async fn apply_gate_rbac(
     Ok(())
 }
 
-/// The REST client of the child of `color` and its job id.
+/// The REST client of the child of `color`, in the cluster `reach` reaches, and its job id.
 async fn child_rest(
     ctx: &Context,
-    children: &Api<DynamicObject>,
+    reach: &Reach,
     fbgd: &FlinkBlueGreenDeployment,
     color: Color,
 ) -> Result<(FlinkRest, String)> {
-    let namespace = fbgd
-        .namespace()
-        .ok_or(Error::MissingMetadata("namespace"))?;
     let child = child_name(&fbgd.name_any(), color);
-    let job_id = children
+    let job_id = children_in(reach)
         .get(&child)
         .await?
         .data
@@ -266,7 +290,12 @@ async fn child_rest(
             url: child.clone(),
             message: "the job has no jobId yet".into(),
         })?;
-    let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, &namespace, &child);
+    let rest = FlinkRest::new(
+        ctx.http.clone(),
+        &reach.rest_url_template,
+        &reach.namespace,
+        &child,
+    );
     Ok((rest, job_id))
 }
 

@@ -30,6 +30,7 @@ pub fn spec(jar: &str) -> FlinkBlueGreenDeploymentSpec {
         },
         coordination: crate::resource::Coordination::default(),
         sidecar: crate::resource::SidecarInjection::default(),
+        cluster: None,
     }
 }
 

@@ -39,6 +39,7 @@ macro_rules! named_enum {
 
 pub mod checks;
 pub mod child;
+pub mod clusters;
 pub mod conditions;
 pub mod context;
 pub mod error;

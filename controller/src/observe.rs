@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use crate::checks::validate_resource;
 use crate::child::{ANNOTATION_TEMPLATE_HASH, child_name, spec_hash};
+use crate::clusters::{Reach, Reaches};
 use crate::context::{Context, flink_deployment_resource};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SpecError};
 use crate::flink_rest::FlinkRest;
 use crate::handover::{ends_handover_first, final_savepoint_trigger_id};
 use crate::names::ACTION_ANNOTATION;
@@ -21,15 +22,30 @@ use crate::names::ManualAction;
 use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, JobState, Observed};
 use crate::resource::{DeletionPolicy, FlinkBlueGreenDeployment, Phase};
 
-/// Observes one resource. REST failures are not errors: that child's `flink` is `None` and the
-/// plan waits.
-pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<Observed> {
+/// Observes one resource, each child in the cluster it runs in; with the clusters it resolved,
+/// for `execute`. REST failures are not errors: that child's `flink` is `None` and the plan
+/// waits. A cluster that cannot be used refuses the spec (`Observed::valid`), naming the field
+/// that names it, and its child is not looked for.
+pub async fn observe(
+    ctx: &Context,
+    fbgd: &FlinkBlueGreenDeployment,
+) -> Result<(Observed, Reaches)> {
     let namespace = fbgd
         .namespace()
         .ok_or(Error::MissingMetadata("namespace"))?;
     let name = fbgd.name_any();
     let status = fbgd.status.clone().unwrap_or_default();
     let configmap = observe_configmap(ctx, &namespace, &name).await?;
+    let (reaches, usable) = ctx
+        .clusters
+        .resolve(
+            &ctx.client,
+            &ctx.rest_url_template,
+            &namespace,
+            fbgd.spec.cluster.as_deref(),
+            &status.clusters,
+        )
+        .await;
     // The outgoing job's savepoint while snapshotting, its stop-with-savepoint at teardown.
     let trigger = status.transition.as_ref().and_then(|t| {
         let id = if t.phase == Phase::TearingDown {
@@ -70,17 +86,25 @@ pub async fn observe(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<O
             failed_checkpoints: incoming_after_w == Some(color),
             readiness: incoming_before_w == Some(color) || outgoing == Some(color),
         };
-        *slot = observe_child(ctx, &namespace, &child, savepoint, reads).await?;
+        let Some(reach) = reaches.get(status.clusters.of(color)) else {
+            continue;
+        };
+        *slot = observe_child(ctx, reach, &child, savepoint, reads).await?;
     }
     let [blue, green] = children;
-    Ok(assemble(fbgd, configmap, blue, green))
+    let observed = assemble(fbgd, configmap, blue, green, usable);
+    Ok((observed, reaches))
 }
 
 /// Observes a resource being deleted: its children as Kubernetes reports them and, under
 /// `onDelete: savepointThenDelete`, the final savepoint of the active job (a REST failure is an
 /// error: deletion waits rather than skip the savepoint), or everything `observe` reads while
-/// the handover in progress ends first.
-pub async fn observe_deletion(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) -> Result<Observed> {
+/// the handover in progress ends first. A cluster a child runs in that cannot be used is an
+/// error: deletion waits rather than leave that child behind.
+pub async fn observe_deletion(
+    ctx: &Context,
+    fbgd: &FlinkBlueGreenDeployment,
+) -> Result<(Observed, Reaches)> {
     let status = fbgd.status.clone().unwrap_or_default();
     if ends_handover_first(fbgd.spec.coordination.on_delete, &status) {
         return observe(ctx, fbgd).await;
@@ -90,17 +114,34 @@ pub async fn observe_deletion(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) ->
         .ok_or(Error::MissingMetadata("namespace"))?;
     let name = fbgd.name_any();
     let configmap = observe_configmap(ctx, &namespace, &name).await?;
+    let (reaches, usable) = ctx
+        .clusters
+        .resolve(
+            &ctx.client,
+            &ctx.rest_url_template,
+            &namespace,
+            None,
+            &status.clusters,
+        )
+        .await;
+    usable?;
     let final_savepoint = fbgd
         .status
         .as_ref()
         .and_then(|s| s.active_color)
         .filter(|_| fbgd.spec.coordination.on_delete == DeletionPolicy::SavepointThenDelete);
     let trigger = final_savepoint_trigger_id(&fbgd.uid().unwrap_or_default());
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(ctx.client.clone(), &namespace, &flink_deployment_resource());
     let mut children = [None, None];
     for (slot, color) in children.iter_mut().zip([Color::Blue, Color::Green]) {
         let child = child_name(&name, color);
+        let reach = reaches
+            .get(status.clusters.of(color))
+            .ok_or(Error::MissingMetadata("the cluster of a child"))?;
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            reach.client.clone(),
+            &reach.namespace,
+            &flink_deployment_resource(),
+        );
         let Some(found) = api.get_opt(&child).await? else {
             continue;
         };
@@ -110,7 +151,12 @@ pub async fn observe_deletion(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) ->
             .clone()
             .filter(|_| final_savepoint == Some(color))
         {
-            let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, &namespace, &child);
+            let rest = FlinkRest::new(
+                ctx.http.clone(),
+                &reach.rest_url_template,
+                &reach.namespace,
+                &child,
+            );
             obs.flink = Some(FlinkObs {
                 savepoint: Some(rest.savepoint_status(&job_id, &trigger).await?),
                 ..FlinkObs::default()
@@ -119,7 +165,7 @@ pub async fn observe_deletion(ctx: &Context, fbgd: &FlinkBlueGreenDeployment) ->
         *slot = Some(obs);
     }
     let [blue, green] = children;
-    Ok(assemble(fbgd, configmap, blue, green))
+    Ok((assemble(fbgd, configmap, blue, green, Ok(())), reaches))
 }
 
 /// The coordination ConfigMap of the resource `name`.
@@ -134,19 +180,22 @@ async fn observe_configmap(ctx: &Context, namespace: &str, name: &str) -> Result
     })
 }
 
-/// The observation of `fbgd` with what was found of its ConfigMap and children.
+/// The observation of `fbgd` with what was found of its ConfigMap and children, and whether the
+/// clusters they run in could be used (`usable`).
 fn assemble(
     fbgd: &FlinkBlueGreenDeployment,
     configmap: ConfigMapObs,
     blue: Option<ChildObs>,
     green: Option<ChildObs>,
+    usable: Result<(), SpecError>,
 ) -> Observed {
     let job = &fbgd.spec.template.spec.job;
     Observed {
         now: jiff::Timestamp::now(),
         generation: fbgd.metadata.generation.unwrap_or(0),
         uid: fbgd.uid().unwrap_or_default(),
-        valid: validate_resource(&fbgd.name_any(), &fbgd.spec),
+        valid: validate_resource(&fbgd.name_any(), &fbgd.spec)
+            .and_then(|valid| usable.map(|()| valid)),
         template_hash: spec_hash(&fbgd.spec),
         initial_savepoint: job.initial_savepoint_path.clone(),
         redeploy_nonce: job.savepoint_redeploy_nonce,
@@ -175,15 +224,19 @@ struct Reads {
     readiness: bool,
 }
 
+/// The child `name` in the cluster `reach` reaches, with its REST API's view.
 async fn observe_child(
     ctx: &Context,
-    namespace: &str,
+    reach: &Reach,
     name: &str,
     savepoint: Option<&str>,
     reads: Reads,
 ) -> Result<Option<ChildObs>> {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(ctx.client.clone(), namespace, &flink_deployment_resource());
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        reach.client.clone(),
+        &reach.namespace,
+        &flink_deployment_resource(),
+    );
     let Some(child) = api.get_opt(name).await? else {
         return Ok(None);
     };
@@ -191,7 +244,12 @@ async fn observe_child(
     let Some(job_id) = obs.job_id.clone() else {
         return Ok(Some(obs));
     };
-    let rest = FlinkRest::new(ctx.http.clone(), &ctx.rest_url_template, namespace, name);
+    let rest = FlinkRest::new(
+        ctx.http.clone(),
+        &reach.rest_url_template,
+        &reach.namespace,
+        name,
+    );
     let flink = if obs.running() {
         rest.observe(&job_id, savepoint, reads.readiness).await
     } else if let Some(trigger) = savepoint {

@@ -57,9 +57,9 @@ pub async fn reconcile(fbgd: Arc<FlinkBlueGreenDeployment>, ctx: Arc<Context>) -
 
 #[tracing::instrument(skip_all, fields(deployment = %fbgd.name_any(), namespace = fbgd.namespace().unwrap_or_default()))]
 async fn apply(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Requeue> {
-    let observed = observe(ctx, fbgd).await?;
+    let (observed, reaches) = observe(ctx, fbgd).await?;
     let plan = plan(&observed);
-    execute(ctx, fbgd, &observed.valid, &plan).await?;
+    execute(ctx, fbgd, &observed.valid, &reaches, &plan).await?;
     Ok(Requeue::requeue(plan.requeue_after))
 }
 
@@ -69,8 +69,9 @@ async fn apply(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Requeue
 /// returns an error.
 #[tracing::instrument(skip_all, fields(deployment = %fbgd.name_any(), namespace = fbgd.namespace().unwrap_or_default()))]
 async fn cleanup(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Requeue> {
-    let observed = observe_deletion(ctx, fbgd).await?;
-    execute(ctx, fbgd, &observed.valid, &plan_cleanup(&observed)).await?;
+    let (observed, reaches) = observe_deletion(ctx, fbgd).await?;
+    let plan = plan_cleanup(&observed);
+    execute(ctx, fbgd, &observed.valid, &reaches, &plan).await?;
     ctx.metrics
         .forget(&fbgd.namespace().unwrap_or_default(), &fbgd.name_any());
     Ok(Requeue::await_change())

@@ -38,6 +38,43 @@ pub struct FlinkBlueGreenDeploymentSpec {
     /// The `bluegreen-sidecar` the controller adds to the children's TaskManager pods.
     #[serde(default)]
     pub sidecar: SidecarInjection,
+    /// The Kubernetes cluster the next deployment of the job runs in; absent: this cluster, in
+    /// the resource's namespace. A change of it moves the job there by a handover
+    /// (docs/operations.md, "Moving a job to another cluster").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<Box<TargetCluster>>,
+}
+
+/// Another Kubernetes cluster a color's child runs in, reached through a kubeconfig kept in a
+/// Secret of the resource's namespace. The coordination ConfigMap stays in this cluster.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetCluster {
+    /// The Secret, in the resource's namespace, holding the kubeconfig of the target cluster.
+    /// Only inline credentials are accepted (no `exec`, `auth-provider` or file paths).
+    pub kubeconfig_secret: KubeconfigSecret,
+    /// The namespace of the child in the target cluster; default the resource's namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// How the controller reaches a child's Flink REST API in that cluster: a URL template with
+    /// `{name}` (the child) and `{namespace}` (its namespace in the target cluster), e.g.
+    /// `https://{name}.flink.example.com` for an Ingress per job.
+    pub flink_rest_url: String,
+}
+
+/// A key of a Secret holding a kubeconfig.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeconfigSecret {
+    /// The Secret's name.
+    pub name: String,
+    /// The key holding the kubeconfig; default `kubeconfig`.
+    #[serde(default = "default_kubeconfig_key")]
+    pub key: String,
+}
+
+fn default_kubeconfig_key() -> String {
+    "kubeconfig".into()
 }
 
 /// The `bluegreen-sidecar` container added to the TaskManager pod template of both children
@@ -188,6 +225,11 @@ pub struct Coordination {
     pub on_delete: DeletionPolicy,
     /// Automatic forward repair of an incoming job that fails for good after W is set.
     pub forward_repair: ForwardRepairPolicy,
+    /// `file://` path prefixes every cluster the job moves between mounts as one file system
+    /// (an NFS share): checkpoint and savepoint directories under them count as shared when the
+    /// job moves to another cluster. Other schemes (`s3://`, `gs://`, `hdfs://` …) always do.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared_storage: Vec<String>,
 }
 
 impl Default for Coordination {
@@ -203,6 +245,7 @@ impl Default for Coordination {
             savepoint: SavepointPolicy::default(),
             on_delete: DeletionPolicy::Delete,
             forward_repair: ForwardRepairPolicy::default(),
+            shared_storage: Vec::new(),
         }
     }
 }
@@ -384,6 +427,44 @@ pub struct FlinkBlueGreenDeploymentStatus {
     /// The last handovers, newest first (at most 10).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<TransitionRecord>,
+    /// The cluster each color's child was created in (`spec.cluster` then), recorded before it
+    /// is created and cleared once it is gone; absent: this cluster.
+    #[serde(default, skip_serializing_if = "ChildClusters::is_empty")]
+    pub clusters: ChildClusters,
+}
+
+/// Where each color's child runs.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct ChildClusters {
+    /// The blue child's cluster; absent: this cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blue: Option<Box<TargetCluster>>,
+    /// The green child's cluster; absent: this cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub green: Option<Box<TargetCluster>>,
+}
+
+impl ChildClusters {
+    /// Whether both children run (or would run) in this cluster.
+    pub fn is_empty(&self) -> bool {
+        self.blue.is_none() && self.green.is_none()
+    }
+
+    /// The cluster of `color`'s child.
+    pub fn of(&self, color: Color) -> Option<&TargetCluster> {
+        match color {
+            Color::Blue => self.blue.as_deref(),
+            Color::Green => self.green.as_deref(),
+        }
+    }
+
+    /// Records the cluster of `color`'s child.
+    pub fn set(&mut self, color: Color, cluster: Option<Box<TargetCluster>>) {
+        match color {
+            Color::Blue => self.blue = cluster,
+            Color::Green => self.green = cluster,
+        }
+    }
 }
 
 /// `status.deployedSpec` is written by the controller alone, as a copy of a spec the API server

@@ -75,5 +75,6 @@ pub fn orders_job(version: &str, parallelism: i32) -> FlinkBlueGreenDeploymentSp
             ..Coordination::default()
         },
         sidecar: bluegreen_controller::resource::SidecarInjection::default(),
+        cluster: None,
     }
 }

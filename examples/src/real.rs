@@ -289,6 +289,7 @@ impl ExampleJob {
                 ..Coordination::default()
             },
             sidecar: bluegreen_controller::resource::SidecarInjection::default(),
+            cluster: None,
         }
     }
 }

@@ -612,6 +612,11 @@ fn rbac_matches_the_list_of_api_calls() {
     for doc in serde_yaml::Deserializer::from_str(include_str!("../../deploy/rbac.yaml")) {
         let v = Value::deserialize(doc).expect("rbac.yaml document");
         let scope = match v["kind"].as_str() {
+            Some("ClusterRole")
+                if v["metadata"]["name"] == "bluegreen-controller-kubeconfig-secrets" =>
+            {
+                "bound-per-namespace"
+            }
             Some("ClusterRole") => "cluster",
             Some("Role") => "lease-namespace",
             _ => continue,

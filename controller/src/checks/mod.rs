@@ -6,6 +6,7 @@
 //! resource changes nothing that runs (the plan reports `Degraded/InvalidSpec` and a Warning
 //! event naming the field).
 
+pub mod cluster;
 pub mod schema;
 #[cfg(test)]
 mod tests;
@@ -46,10 +47,11 @@ pub fn validate_resource(
     validate_spec(spec)
 }
 
-/// Validates a spec: its settings, its pod templates and sidecar, the TaskManagers' service
-/// account, then its template against the upstream schema.
+/// Validates a spec: its settings, its target cluster's fields, its pod templates and sidecar,
+/// the TaskManagers' service account, then its template against the upstream schema.
 pub fn validate_spec(spec: &FlinkBlueGreenDeploymentSpec) -> Result<ValidSpec, SpecError> {
     let settings = settings::validate(spec)?;
+    cluster::check(spec)?;
     let pod_templates = injection::validate(spec)?;
     let service_account = gate_rbac::service_account(&spec.template.spec)?;
     schema::check_template(&spec.template.spec)?;

@@ -29,8 +29,11 @@ impl Planner<'_> {
                 format!("{action:?} needs a handover in progress; there is none"),
             );
         }
+        // A job that runs elsewhere than `spec.cluster` says (changed after W of the last
+        // handover, which could not move it any more) moves too.
+        let moved = self.status.clusters.of(active) != self.obs.spec.cluster.as_deref();
         let template_changed =
-            self.status.deployed_template_hash.as_deref() != Some(&self.obs.template_hash);
+            moved || self.status.deployed_template_hash.as_deref() != Some(&self.obs.template_hash);
         let already_failed =
             self.status.failed_template_hash.as_deref() == Some(&self.obs.template_hash);
         match self.obs.child(active) {
@@ -44,6 +47,8 @@ impl Planner<'_> {
                     self.invalid_spec(&SpecError::new("spec.template.spec.flinkVersion", why));
                 } else if let Some(why) = self.toggle_in_past(settings, &child) {
                     self.invalid_spec(&SpecError::new("spec.coordination.toggle.value", why));
+                } else if let Some(refused) = self.move_refused(active) {
+                    self.invalid_spec(&refused);
                 } else {
                     self.start_handover(settings, active, &child);
                 }
@@ -106,6 +111,18 @@ impl Planner<'_> {
                 "moves the job from {deployed} to {wanted}: Flink restores no savepoint or checkpoint across major versions, so the incoming job could not start from the running one's state. Upgrade within the {deployed} line, or migrate the state (Flink's State Processor API) and hand over with `coordination.restoreFrom: stateless` and `job.initialSavepointPath` set to the migrated savepoint"
             )
         })
+    }
+
+    /// Why the `active` job's state cannot move to the cluster `spec.cluster` names: its
+    /// checkpoint and savepoint directories, the running job's and the new template's, are not
+    /// on storage both clusters reach (`checks::cluster::move_storage`). `None` when the job
+    /// stays in its cluster, or can move.
+    fn move_refused(&self, active: Color) -> Option<SpecError> {
+        if self.status.clusters.of(active) == self.obs.spec.cluster.as_deref() {
+            return None;
+        }
+        crate::checks::cluster::move_storage(self.status.deployed_spec.as_ref(), &self.obs.spec)
+            .err()
     }
 
     /// Why `coordination.toggle.value` cannot be the next W: it is not after the live job's

@@ -68,6 +68,9 @@ pub fn plan(obs: &Observed) -> Plan {
             }
         },
     }
+    if obs.valid.is_ok() {
+        p.forget_gone_clusters();
+    }
     let desired = desired_configmap(&p.status, obs);
     p.finish(desired)
 }
@@ -141,11 +144,35 @@ impl Planner<'_> {
     }
 
     fn apply(&mut self, color: Color, restore_path: Option<String>) {
+        self.place(color);
         self.actions.push(Action::ApplyChild {
             color,
             template_hash: self.obs.template_hash.clone(),
             restore_path,
         });
+    }
+
+    /// Records where the child of `color` is about to be created (`spec.cluster`), before it
+    /// is: a child that exists stays in its cluster, and an apply updates it there.
+    fn place(&mut self, color: Color) {
+        if self.obs.child(color).is_none() {
+            self.status
+                .clusters
+                .set(color, self.obs.spec.cluster.clone());
+        }
+    }
+
+    /// Forgets the cluster of every child that is gone and not being created now, so a cluster
+    /// nothing runs in any more is not looked at again.
+    fn forget_gone_clusters(&mut self) {
+        for color in [Color::Blue, Color::Green] {
+            let applied = self.actions.iter().any(|a| {
+                matches!(a, Action::ApplyChild { color: c, .. } | Action::RepairChild { color: c, .. } if *c == color)
+            });
+            if self.obs.child(color).is_none() && !applied {
+                self.status.clusters.set(color, None);
+            }
+        }
     }
 
     fn ensure_child(&mut self, color: Color, hash: &str, restore_path: Option<String>) {
@@ -177,6 +204,10 @@ impl Planner<'_> {
                 self.actions.insert(0, Action::WriteConfigMap(desired));
             }
             self.status.stage = Some(desired.stage);
+        }
+        // Children in another cluster are not watched: a phase that waits on them polls.
+        if !self.status.clusters.is_empty() && self.requeue == WATCHED_REQUEUE {
+            self.requeue = ACTIVE_REQUEUE;
         }
         self.status.observed_generation = Some(self.obs.generation);
         let phase = self.status.transition.as_ref().map(|t| t.phase);

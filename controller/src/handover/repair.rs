@@ -212,6 +212,7 @@ impl Planner<'_> {
             Reason::ForwardRepairing,
             format!("redeploying the {} job with template {template_hash} from its own latest checkpoint {checkpoint}", color.suffix()),
         );
+        self.place(color);
         self.actions.push(Action::RepairChild {
             color,
             spec: Box::new(repair_spec(deployed)),

@@ -28,8 +28,13 @@ pub struct LocalFlinkOptions {
     pub namespace: Option<String>,
     /// Port of the REST server on 127.0.0.1 (`0`: any free port).
     pub rest_port: u16,
-    /// Also keep snapshots as JSON files here (they survive the runner).
+    /// Also keep snapshots as JSON files here (they survive the runner; runners given one
+    /// directory restore each other's snapshots, as jobs in two clusters restore from one
+    /// object store).
     pub snapshot_dir: Option<PathBuf>,
+    /// The ledger the sinks write into: another runner's, to judge a job that moves between
+    /// runners (clusters) as one. `None`: a ledger of its own.
+    pub ledger: Option<Arc<Ledger>>,
     /// The client the jobs' gates watch their coordination ConfigMap with: in a cluster, the
     /// sidecar next to the TaskManager uses its pod's service account, so a test of RBAC
     /// passes a client acting as that service account here. `None`: the runner's own client.
@@ -44,6 +49,7 @@ impl std::fmt::Debug for LocalFlinkOptions {
             .field("namespace", &self.namespace)
             .field("rest_port", &self.rest_port)
             .field("snapshot_dir", &self.snapshot_dir)
+            .field("ledger", &self.ledger.as_ref().map(|_| "shared"))
             .field(
                 "gate_client",
                 &self.gate_client.as_ref().map(|_| "kube::Client"),
@@ -60,6 +66,7 @@ impl Default for LocalFlinkOptions {
             namespace: None,
             rest_port: 0,
             snapshot_dir: None,
+            ledger: None,
             gate_client: None,
         }
     }
@@ -78,7 +85,9 @@ impl LocalFlink {
     pub async fn start(client: kube::Client, options: LocalFlinkOptions) -> Result<Self, Error> {
         let rt = JobRuntime {
             clock: options.clock.clone(),
-            ledger: Arc::new(Ledger::new(options.sink_mode)),
+            ledger: options
+                .ledger
+                .unwrap_or_else(|| Arc::new(Ledger::new(options.sink_mode))),
             store: Arc::new(SnapshotStore::new(options.snapshot_dir)),
             faults: Faults::new(options.clock),
             gate_client: options.gate_client.unwrap_or_else(|| client.clone()),

@@ -16,6 +16,7 @@ use crate::resource::{
 };
 
 mod abort;
+mod clusters;
 mod deletion;
 mod floor;
 mod promotion;

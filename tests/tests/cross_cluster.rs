@@ -1,0 +1,477 @@
+//! A job moved between two Kubernetes clusters, exactly once (issue 27): two local API servers in
+//! one process, A (home: the resource, the coordination ConfigMap, the controller) and B, each
+//! with its own simulated Flink runner on one clock. One snapshot directory stands for the object
+//! storage both clusters reach; one ledger judges the job wherever it runs. The controller reaches
+//! B through a kubeconfig Secret in A; B's gates read the ConfigMap from A directly (the sidecar's
+//! credential for that is not built yet).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use bluegreen_controller::context::{Context, flink_deployment_resource};
+use bluegreen_controller::resource::{FlinkBlueGreenDeployment, Outcome};
+use bluegreen_examples::orders_job;
+use bluegreen_local_apiserver::{LocalApiServer, Options};
+use bluegreen_local_flink::crd::install_flink_deployment_crd;
+use bluegreen_local_flink::ledger::{Expectation, LedgerReport};
+use bluegreen_local_flink::{
+    DEFAULT_START_MS, DeploymentRef, LocalFlink, LocalFlinkOptions, SimClock,
+};
+use bluegreen_protocol::Color;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::CustomResourceExt;
+use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
+use serde_json::json;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The resource's namespace in A.
+const HOME_NS: &str = "default";
+/// The children's namespace in B.
+const REMOTE_NS: &str = "jobs";
+/// The snapshot paths of the simulated runners (`file:///bluegreen-local/…`): the directory both
+/// runners share, declared shared storage.
+const SHARED: &str = "file:///bluegreen-local/";
+const STEADY: Duration = Duration::from_secs(40);
+
+/// Two clusters, their runners and the controller against A.
+struct TwoClusters {
+    home: LocalApiServer,
+    remote: LocalApiServer,
+    a: kube::Client,
+    b: kube::Client,
+    flink_a: LocalFlink,
+    flink_b: LocalFlink,
+    controller: (watch::Sender<bool>, JoinHandle<()>),
+    _storage: tempfile::TempDir,
+}
+
+impl TwoClusters {
+    async fn start() -> anyhow::Result<Self> {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| "warn".into()),
+            )
+            .with_test_writer()
+            .try_init();
+        let home = LocalApiServer::start(Options::default()).await?;
+        install_flink_deployment_crd(&home)?;
+        home.apply_object(&FlinkBlueGreenDeployment::crd())?;
+        let remote = LocalApiServer::start(Options::default()).await?;
+        install_flink_deployment_crd(&remote)?;
+        let (a, b) = (home.client(), remote.client());
+        let storage = tempfile::tempdir()?;
+        let clock = SimClock::scaled(DEFAULT_START_MS, 20.0);
+        let flink_a = LocalFlink::start(
+            a.clone(),
+            LocalFlinkOptions {
+                clock: clock.clone(),
+                namespace: Some(HOME_NS.into()),
+                snapshot_dir: Some(storage.path().to_owned()),
+                ..LocalFlinkOptions::default()
+            },
+        )
+        .await?;
+        let flink_b = LocalFlink::start(
+            b.clone(),
+            LocalFlinkOptions {
+                clock,
+                namespace: Some(REMOTE_NS.into()),
+                snapshot_dir: Some(storage.path().to_owned()),
+                ledger: Some(Arc::clone(flink_a.ledger())),
+                // B's gates follow the ConfigMap in A.
+                gate_client: Some(a.clone()),
+                ..LocalFlinkOptions::default()
+            },
+        )
+        .await?;
+        let ctx = Arc::new(Context::new(
+            a.clone(),
+            &flink_a.rest_url_template(),
+            Duration::from_secs(2),
+            "cross-cluster",
+        ));
+        let (stop, mut stopped) = watch::channel(false);
+        let task = tokio::spawn(bluegreen_controller::reconcile::run(
+            ctx,
+            Some(HOME_NS.into()),
+            async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            },
+        ));
+        Ok(Self {
+            home,
+            remote,
+            a,
+            b,
+            flink_a,
+            flink_b,
+            controller: (stop, task),
+            _storage: storage,
+        })
+    }
+
+    fn fbgds(&self) -> Api<FlinkBlueGreenDeployment> {
+        Api::namespaced(self.a.clone(), HOME_NS)
+    }
+
+    /// Creates the Secret `name` in A with `data`.
+    async fn secret(&self, name: &str, data: &[(&str, String)]) -> anyhow::Result<()> {
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            data: Some(
+                data.iter()
+                    .map(|(k, v)| ((*k).to_owned(), ByteString(v.clone().into_bytes())))
+                    .collect(),
+            ),
+            ..Secret::default()
+        };
+        Api::<Secret>::namespaced(self.a.clone(), HOME_NS)
+            .create(&PostParams::default(), &secret)
+            .await?;
+        Ok(())
+    }
+
+    /// `spec.cluster` naming B through the Secret `secret`.
+    fn cluster_b(&self, secret: &str) -> serde_json::Value {
+        json!({
+            "kubeconfigSecret": {"name": secret},
+            "namespace": REMOTE_NS,
+            "flinkRestUrl": self.flink_b.rest_url_template(),
+        })
+    }
+
+    async fn patch_spec(&self, spec: serde_json::Value) -> anyhow::Result<()> {
+        self.fbgds()
+            .patch(
+                "orders",
+                &PatchParams::default(),
+                &Patch::Merge(&json!({ "spec": spec })),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn wait_for(
+        &self,
+        what: &str,
+        done: impl Fn(&FlinkBlueGreenDeployment) -> bool,
+    ) -> anyhow::Result<FlinkBlueGreenDeployment> {
+        let deadline = tokio::time::Instant::now() + STEADY;
+        loop {
+            let fbgd = self.fbgds().get("orders").await?;
+            if done(&fbgd) {
+                return Ok(fbgd);
+            }
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "{what} did not happen within {STEADY:?}; status: {}",
+                serde_json::to_string_pretty(&fbgd.status)?
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn wait_steady(&self, color: Color) -> anyhow::Result<FlinkBlueGreenDeployment> {
+        self.wait_for(&format!("steady on {color}"), |f| {
+            f.status.as_ref().is_some_and(|s| {
+                s.active_color == Some(color)
+                    && s.transition.is_none()
+                    && s.conditions
+                        .iter()
+                        .any(|c| c.type_ == "Ready" && c.status == "True")
+            })
+        })
+        .await
+    }
+
+    /// The names of the FlinkDeployments in A and in B.
+    async fn children(&self) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+        let names = |client: &kube::Client, ns: &str| {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), ns, &flink_deployment_resource());
+            async move {
+                let list = api.list(&kube::api::ListParams::default()).await?;
+                anyhow::Ok(
+                    list.items
+                        .into_iter()
+                        .filter_map(|o| o.metadata.name)
+                        .collect::<Vec<_>>(),
+                )
+            }
+        };
+        Ok((
+            names(&self.a, HOME_NS).await?,
+            names(&self.b, REMOTE_NS).await?,
+        ))
+    }
+
+    /// The ledger's verdict on everything emitted so far, in either cluster, judged by the
+    /// handovers in the status history (as `LocalStack::report`, with the active job in the
+    /// cluster it runs in).
+    async fn report(&self) -> anyhow::Result<LedgerReport> {
+        let status = self
+            .fbgds()
+            .get("orders")
+            .await?
+            .status
+            .context("no status")?;
+        let active = status.active_color.context("no active color")?;
+        let (flink, namespace) = match status.clusters.of(active) {
+            Some(_) => (&self.flink_b, REMOTE_NS),
+            None => (&self.flink_a, HOME_NS),
+        };
+        let d = DeploymentRef::new(namespace, format!("orders-{}", active.suffix()));
+        let job = flink.job(&d).context("the active job is not running")?;
+        let view = job.view();
+        let (horizon, arrived_by) = (view.job_watermark, flink.clock().now_ms());
+        flink
+            .wait_for_job(&d, Duration::from_secs(20), |v| {
+                v.completed_checkpoints >= view.completed_checkpoints + 2
+            })
+            .await?;
+        let mut expectation = Expectation::new(job.settings.source.clone(), horizon)
+            .arrived_by(arrived_by)
+            .owned_by(Color::Blue);
+        let mut handovers: Vec<_> = status
+            .history
+            .iter()
+            .filter(|h| h.outcome == Outcome::Promoted)
+            .filter_map(|h| h.toggle.map(|w| (w, h.to)))
+            .collect();
+        handovers.sort_unstable();
+        for (w, to) in handovers {
+            expectation = expectation.handover(w, to);
+        }
+        Ok(flink.ledger().report(&expectation))
+    }
+
+    async fn shutdown(self) {
+        let (stop, task) = self.controller;
+        let _ = stop.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        self.flink_a.shutdown();
+        self.flink_b.shutdown();
+        self.home.shutdown().await;
+        self.remote.shutdown().await;
+    }
+}
+
+/// The orders job with its checkpoint and savepoint directories on the shared storage.
+fn shared_orders_job() -> bluegreen_controller::resource::FlinkBlueGreenDeploymentSpec {
+    let mut spec = orders_job("v1", 2);
+    let conf = &mut spec.template.spec.flink_configuration;
+    conf.insert("state.savepoints.dir".into(), format!("{SHARED}savepoints"));
+    conf.insert(
+        "state.checkpoints.dir".into(),
+        format!("{SHARED}checkpoints"),
+    );
+    spec.coordination.shared_storage = vec![SHARED.into()];
+    spec
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_moves_to_another_cluster_and_back_exactly_once() -> anyhow::Result<()> {
+    let clusters = TwoClusters::start().await?;
+    clusters
+        .secret(
+            "cluster-b",
+            &[("kubeconfig", clusters.remote.kubeconfig_yaml())],
+        )
+        .await?;
+    clusters
+        .fbgds()
+        .create(
+            &PostParams::default(),
+            &FlinkBlueGreenDeployment::new("orders", shared_orders_job()),
+        )
+        .await?;
+    clusters.wait_steady(Color::Blue).await?;
+    assert_eq!(
+        clusters.children().await?,
+        (vec!["orders-blue".into()], vec![])
+    );
+
+    // To B, with a parallelism change.
+    clusters
+        .patch_spec(json!({
+            "cluster": clusters.cluster_b("cluster-b"),
+            "template": {"spec": {"job": {"parallelism": 3}}},
+        }))
+        .await?;
+    let moved = clusters.wait_steady(Color::Green).await?;
+    let status = moved.status.expect("status");
+    assert_eq!(status.history[0].outcome, Outcome::Promoted);
+    assert!(status.clusters.of(Color::Green).is_some(), "{status:?}");
+    assert_eq!(
+        clusters.children().await?,
+        (vec![], vec!["orders-green".into()])
+    );
+    let green = clusters
+        .flink_b
+        .job(&DeploymentRef::new(REMOTE_NS, "orders-green"))
+        .expect("green runs in B");
+    assert_eq!(green.settings.parallelism, 3);
+    let report = clusters.report().await?;
+    println!("blue in A → green in B: {report}");
+    assert!(report.is_exactly_once_by_owner(), "{report}");
+    assert!(report.color(Some(Color::Green)).emissions > 0, "{report}");
+
+    // Back to A, with another parallelism change.
+    clusters
+        .patch_spec(json!({
+            "cluster": null,
+            "template": {"spec": {"job": {"parallelism": 4}}},
+        }))
+        .await?;
+    let back = clusters.wait_steady(Color::Blue).await?;
+    let status = back.status.expect("status");
+    assert_eq!(status.epoch, 2);
+    assert!(status.clusters.is_empty(), "{status:?}");
+    assert_eq!(
+        clusters.children().await?,
+        (vec!["orders-blue".into()], vec![])
+    );
+    let report = clusters.report().await?;
+    println!("green in B → blue in A: {report}");
+    assert!(report.is_exactly_once_by_owner(), "{report}");
+    assert!(report.color(Some(Color::Blue)).emissions > 0, "{report}");
+    clusters.shutdown().await;
+    Ok(())
+}
+
+/// The `Degraded` condition's reason and message.
+fn degraded(fbgd: &FlinkBlueGreenDeployment) -> Option<(String, String)> {
+    fbgd.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Degraded" && c.status == "True")
+        .map(|c| (c.reason.clone(), c.message.clone()))
+}
+
+/// Secrets in A whose clusters cannot be used: `wrong-key` (the kubeconfig under another key),
+/// `garbage`, `exec` (a kubeconfig that would run a program), `unreachable` (a closed port) and
+/// `no-crd` (`no_crd`, a cluster without the FlinkDeployment CRD).
+async fn bad_secrets(clusters: &TwoClusters, no_crd: &LocalApiServer) -> anyhow::Result<()> {
+    let unreachable = clusters
+        .remote
+        .kubeconfig_yaml()
+        .replace(&clusters.remote.url(), "http://127.0.0.1:1");
+    let exec = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: https://east:6443}\nusers:\n- name: u\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: [-c, 'touch /tmp/bluegreen-kubeconfig-exec-ran']}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n";
+    clusters
+        .secret(
+            "wrong-key",
+            &[("config", clusters.remote.kubeconfig_yaml())],
+        )
+        .await?;
+    clusters
+        .secret("garbage", &[("kubeconfig", "clusters: [{".into())])
+        .await?;
+    clusters
+        .secret("exec", &[("kubeconfig", exec.into())])
+        .await?;
+    clusters
+        .secret("unreachable", &[("kubeconfig", unreachable)])
+        .await?;
+    clusters
+        .secret("no-crd", &[("kubeconfig", no_crd.kubeconfig_yaml())])
+        .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_cluster_that_cannot_be_used_is_refused_before_anything_is_touched()
+-> anyhow::Result<()> {
+    let clusters = TwoClusters::start().await?;
+    let no_crd = LocalApiServer::start(Options::default()).await?;
+    bad_secrets(&clusters, &no_crd).await?;
+    clusters
+        .secret(
+            "cluster-b",
+            &[("kubeconfig", clusters.remote.kubeconfig_yaml())],
+        )
+        .await?;
+    clusters
+        .fbgds()
+        .create(
+            &PostParams::default(),
+            &FlinkBlueGreenDeployment::new("orders", shared_orders_job()),
+        )
+        .await?;
+    clusters.wait_steady(Color::Blue).await?;
+    let blue = DeploymentRef::new(HOME_NS, "orders-blue");
+    let job_id = clusters
+        .flink_a
+        .job(&blue)
+        .expect("blue runs")
+        .job_id
+        .clone();
+
+    let cases = [
+        ("absent", "does not exist in this namespace"),
+        ("wrong-key", "has no key \"kubeconfig\""),
+        ("garbage", "cannot be used"),
+        ("exec", "only inline credentials are accepted"),
+        ("unreachable", "is not reachable"),
+        ("no-crd", "does not serve FlinkDeployment"),
+    ];
+    for (secret, refusal) in cases {
+        clusters
+            .patch_spec(json!({"cluster": clusters.cluster_b(secret)}))
+            .await?;
+        let refused = clusters
+            .wait_for(&format!("the refusal of Secret {secret}"), |f| {
+                degraded(f).is_some_and(|(_, m)| m.contains(refusal))
+            })
+            .await?;
+        let (reason, message) = degraded(&refused).expect("degraded");
+        assert_eq!(reason, "InvalidSpec", "{message}");
+        assert!(message.contains("`spec.cluster`"), "{message}");
+        let status = refused.status.expect("status");
+        assert!(status.transition.is_none(), "{secret}: {status:?}");
+        assert_eq!(status.active_color, Some(Color::Blue));
+    }
+    assert!(
+        !std::path::Path::new("/tmp/bluegreen-kubeconfig-exec-ran").exists(),
+        "the exec plugin ran"
+    );
+
+    // A usable cluster, but the running job's savepoints go to a directory only A reaches.
+    clusters
+        .patch_spec(json!({
+            "cluster": clusters.cluster_b("cluster-b"),
+            "coordination": {"sharedStorage": null},
+        }))
+        .await?;
+    let refused = clusters
+        .wait_for("the refusal of local storage", |f| {
+            degraded(f).is_some_and(|(_, m)| m.contains("a path only one cluster reaches"))
+        })
+        .await?;
+    let (_, message) = degraded(&refused).expect("degraded");
+    assert!(
+        message.contains("flinkConfiguration[\"state.savepoints.dir\"]"),
+        "{message}"
+    );
+    assert!(refused.status.expect("status").transition.is_none());
+
+    // Nothing was touched: blue runs the same job in A, nothing was created in B.
+    assert_eq!(
+        clusters.flink_a.job(&blue).expect("blue runs").job_id,
+        job_id
+    );
+    assert_eq!(
+        clusters.children().await?,
+        (vec!["orders-blue".into()], vec![])
+    );
+    no_crd.shutdown().await;
+    clusters.shutdown().await;
+    Ok(())
+}
