@@ -2,7 +2,8 @@
 //! committed part file of its `FileSink` appears (`part-*`; in-progress and pending files are
 //! hidden), and, per record, the latency from its scheduled arrival at the source to that moment.
 //! With `--jitter-ms 0` a record's event time is its scheduled arrival, so the latency is read
-//! from the line alone. Used by `bluegreen-upgrade-bench`.
+//! from the line alone. Used by `bluegreen-upgrade-bench`, which also feeds it what a
+//! `read_committed` Kafka consumer saw ([`Watcher::record`]).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -53,16 +54,23 @@ impl Watcher {
                 path: file.clone(),
                 source,
             })?;
-            let samples = self.commits.entry(at_ms).or_default();
+            // A commit, even of a file without a record line.
+            self.commits.entry(at_ms).or_default();
             for line in text.lines().filter_map(|l| l.parse::<OutputLine>().ok()) {
-                samples.push(Sample {
-                    visible_ms: at_ms,
-                    latency_ms: at_ms - line.event_time,
-                });
+                self.record(at_ms, line.event_time);
             }
             self.known.insert(file);
         }
         Ok(())
+    }
+
+    /// Notes a record of event time `event_time` made visible at `at_ms` (records seen at the same
+    /// moment are one commit).
+    pub fn record(&mut self, at_ms: i64, event_time: i64) {
+        self.commits.entry(at_ms).or_default().push(Sample {
+            visible_ms: at_ms,
+            latency_ms: at_ms - event_time,
+        });
     }
 
     /// Lists `dir` every [`POLL`] until `stop` resolves, then once more.
