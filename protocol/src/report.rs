@@ -397,7 +397,7 @@ impl FromStr for GateReport {
         let color = after_idle(k::COLOR)
             .map(|raw| {
                 raw.parse::<Color>()
-                    .map_err(|_| invalid(k::COLOR, raw, Color::EXPECTED))
+                    .map_err(|()| invalid(k::COLOR, raw, Color::EXPECTED))
             })
             .transpose()?;
         let problem = after_idle(k::PROBLEM)

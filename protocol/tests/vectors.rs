@@ -786,7 +786,7 @@ fn implementation_follows_every_gate_report_vector() {
                     "max_passed": r.max_passed.map(|v| v.to_string()),
                     "watermark": r.watermark.map(|v| v.to_string()),
                     "idle": r.idle,
-                    "color": r.color.map(|c| c.as_str()),
+                    "color": r.color.map(Color::as_str),
                     "problem": r.problem,
                 });
                 assert_eq!(&got, want, "{line:?}");
