@@ -107,7 +107,14 @@ pub async fn observe_deletion(
 ) -> Result<(Observed, Reaches)> {
     let status = fbgd.status.clone().unwrap_or_default();
     if ends_handover_first(fbgd.spec.coordination.on_delete, &status) {
-        return observe(ctx, fbgd).await;
+        let (observed, reaches) = observe(ctx, fbgd).await?;
+        // A child not looked for is not gone.
+        for color in [Color::Blue, Color::Green] {
+            if reaches.get(status.clusters.of(color)).is_none() {
+                return Err(Error::ClusterUnresolved(color));
+            }
+        }
+        return Ok((observed, reaches));
     }
     let namespace = fbgd
         .namespace()
@@ -136,7 +143,7 @@ pub async fn observe_deletion(
         let child = child_name(&name, color);
         let reach = reaches
             .get(status.clusters.of(color))
-            .ok_or(Error::MissingMetadata("the cluster of a child"))?;
+            .ok_or(Error::ClusterUnresolved(color))?;
         let api: Api<DynamicObject> = Api::namespaced_with(
             reach.client.clone(),
             &reach.namespace,
