@@ -13,7 +13,8 @@
 //! ```
 //!
 //! `--manifest FILE` applies a user's own manifest once everything is up, with `@REPO@`,
-//! `@WORK@` and `@T0@` filled in (see [`Placeholders`]).
+//! `@WORK@`, `@T0@` and, with `--kafka` (a real Kafka broker on loopback), `@KAFKA@` filled in
+//! (see [`Placeholders`]).
 
 use std::io::IsTerminal as _;
 use std::net::SocketAddr;
@@ -25,6 +26,7 @@ use anyhow::Context as _;
 use bluegreen_controller::context::Context;
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
 use bluegreen_controller::server::{ServerState, serve};
+use bluegreen_examples::kafka::{self, KafkaBroker};
 use bluegreen_examples::real::{Artifacts, FLINK_VERSION, FLINK2_VERSION, java_available};
 use bluegreen_local_apiserver::{LocalApiServer, Options};
 use bluegreen_local_flink::crd::install_flink_deployment_crd;
@@ -41,6 +43,10 @@ use tokio::task::JoinHandle;
 const SIMULATED_MANIFEST: &str = "examples/manifests/orders-simulated.yaml";
 /// The example manifest for real Flink (with `@REPO@`, `@WORK@` and `@T0@` to fill in).
 const REAL_MANIFEST: &str = "examples/manifests/example-job-real.yaml";
+/// The example Kafka job for real Flink and `--kafka` (with `@KAFKA@` too).
+const KAFKA_MANIFEST: &str = "examples/manifests/kafka-job-real.yaml";
+/// The event-time jitter of the input `--kafka` writes (the example Kafka job's `--jitter-ms`).
+const KAFKA_JITTER_MS: u64 = 1500;
 /// How long the controller gets to finish its reconciles at shutdown.
 const CONTROLLER_STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -100,20 +106,40 @@ struct UpArgs {
     /// <WORK_DIR>/<file name> to edit and `kubectl apply -f` again. Repeatable.
     #[arg(long, value_name = "FILE")]
     manifest: Vec<PathBuf>,
+    /// Also start a real Kafka broker on loopback (`scripts/kafka-jars.sh` installs it): topics
+    /// `in` and `out` (4 partitions), the example input written into `in` at 4 x 50 records/s;
+    /// `@KAFKA@` in a manifest is its bootstrap address. Stopped and removed with the rest.
+    #[arg(long, conflicts_with = "simulated")]
+    kafka: bool,
+    /// With --kafka, one more topic (`NAME` or `NAME:PARTITIONS`, 4 by default). Repeatable.
+    #[arg(long, value_name = "NAME[:PARTITIONS]", requires = "kafka", value_parser = parse_topic)]
+    kafka_topic: Vec<(String, u32)>,
+}
+
+fn parse_topic(s: &str) -> Result<(String, u32), String> {
+    let (name, partitions) = s.split_once(':').unwrap_or((s, "4"));
+    match partitions.parse::<u32>() {
+        Ok(p) if p > 0 && !name.is_empty() => Ok((name.to_owned(), p)),
+        _ => Err(format!(
+            "{s:?} is not NAME or NAME:PARTITIONS (PARTITIONS at least 1)"
+        )),
+    }
 }
 
 /// What `--manifest` fills in, everywhere in the file: `@REPO@` the checkout `up` was built from
 /// (its jars are under `@REPO@/target`), `@WORK@` the absolute work directory (real Flink's files
 /// are under `@WORK@/flink`), `@T0@` the time `up` started, in epoch milliseconds (one schedule
-/// start for both colors of the example job).
+/// start for both colors of the example job), `@KAFKA@` the bootstrap address of the broker of
+/// `--kafka` (a manifest that uses it without `--kafka` is refused).
 struct Placeholders {
     repo: String,
     work: String,
     t0: String,
+    kafka: Option<String>,
 }
 
 impl Placeholders {
-    fn new(repo: &Path, work_dir: &Path) -> Self {
+    fn new(repo: &Path, work_dir: &Path, kafka: Option<String>) -> Self {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
@@ -121,14 +147,29 @@ impl Placeholders {
             repo: repo.display().to_string(),
             work: work_dir.display().to_string(),
             t0: now.as_millis().to_string(),
+            kafka,
         }
     }
 
-    fn render(&self, text: &str) -> String {
-        text.replace("@REPO@", &self.repo)
+    fn render(&self, text: &str) -> Result<String, PlaceholderError> {
+        let text = text
+            .replace("@REPO@", &self.repo)
             .replace("@WORK@", &self.work)
-            .replace("@T0@", &self.t0)
+            .replace("@T0@", &self.t0);
+        match &self.kafka {
+            Some(bootstrap) => Ok(text.replace("@KAFKA@", bootstrap)),
+            None if text.contains("@KAFKA@") => Err(PlaceholderError::NoKafka),
+            None => Ok(text),
+        }
     }
+}
+
+/// A placeholder that cannot be filled in.
+#[derive(Debug, thiserror::Error)]
+enum PlaceholderError {
+    /// `@KAFKA@` without a broker.
+    #[error("it uses @KAFKA@ (a Kafka bootstrap address): start `up` with --kafka")]
+    NoKafka,
 }
 
 /// A manifest `--manifest` applied.
@@ -154,7 +195,9 @@ fn apply_manifests(
     for file in files {
         let text = std::fs::read_to_string(file)
             .with_context(|| format!("--manifest: reading {}", file.display()))?;
-        let text = placeholders.render(&text);
+        let text = placeholders
+            .render(&text)
+            .with_context(|| format!("--manifest {}", file.display()))?;
         let name = file
             .file_name()
             .with_context(|| format!("--manifest: {} is not a file", file.display()))?;
@@ -293,19 +336,85 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;
     let mode = choose_mode(&args)?;
+    let kafka = if args.kafka {
+        Some(start_kafka(&args.kafka_topic).await?)
+    } else {
+        None
+    };
     let cluster = start(&args, &mode, &work_dir).await?;
-    let placeholders = Placeholders::new(repo_root(), &work_dir);
+    let placeholders = Placeholders::new(
+        repo_root(),
+        &work_dir,
+        kafka.as_ref().map(|k| k.bootstrap.clone()),
+    );
     let applied = apply_manifests(&cluster.server, &args.manifest, &placeholders, &work_dir)?;
     write_kubeconfig(&kubeconfig, &cluster.server.kubeconfig_yaml())?;
-    print_banner(&args, &mode, &cluster, &work_dir, &kubeconfig, &applied);
+    print_banner(
+        &args,
+        &mode,
+        &cluster,
+        &work_dir,
+        &kubeconfig,
+        &applied,
+        kafka.as_ref(),
+    );
     tokio::select! {
         r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
         _ = term.recv() => {}
     }
     println!("bluegreen-local: shutting down");
     cluster.shutdown().await;
+    // The broker and its producer after the jobs: killed, its directory removed.
+    drop(kafka);
     println!("bluegreen-local: stopped");
     Ok(())
+}
+
+/// `--kafka`: the broker with the topics `in` and `out`, the example input written into `in`, and
+/// the topics of `--kafka-topic`.
+async fn start_kafka(topics: &[(String, u32)]) -> anyhow::Result<KafkaBroker> {
+    let broker = kafka::with_input("in", "out", KAFKA_JITTER_MS)
+        .await
+        .context("--kafka: starting the Kafka broker")?;
+    let extra: Vec<(&str, u32)> = topics.iter().map(|(n, p)| (n.as_str(), *p)).collect();
+    if !extra.is_empty() {
+        broker
+            .create_topics(&extra)
+            .await
+            .context("--kafka-topic: creating the topics")?;
+    }
+    Ok(broker)
+}
+
+/// Where the broker is and how to read its output (`--kafka`).
+fn print_kafka(args: &UpArgs, broker: &KafkaBroker, applied: &[Applied]) {
+    let extra = args
+        .kafka_topic
+        .iter()
+        .map(|(n, p)| format!(", {n} ({p})"))
+        .collect::<Vec<_>>()
+        .concat();
+    println!();
+    println!(
+        "Kafka {} broker on {} (@KAFKA@): topics in ({}), out ({}){extra}; the example input written into in at {} x {} records/s; broker log {}",
+        kafka::KAFKA_VERSION,
+        broker.bootstrap,
+        kafka::PARTITIONS,
+        kafka::PARTITIONS,
+        kafka::PARTITIONS,
+        kafka::RATE,
+        broker.log.display()
+    );
+    if applied.is_empty() {
+        println!(
+            "  # the example Kafka job: restart with `--kafka --manifest {}`",
+            repo_root().join(KAFKA_MANIFEST).display()
+        );
+    }
+    println!(
+        "  {}   # the output as a read_committed consumer reads it",
+        broker.read_command("out")
+    );
 }
 
 /// Real Flink when asked for, or when neither mode was asked for and it can run.
@@ -482,6 +591,7 @@ fn print_banner(
     work_dir: &Path,
     kubeconfig: &Path,
     applied: &[Applied],
+    kafka: Option<&KafkaBroker>,
 ) {
     let repo = repo_root();
     let flink = match mode {
@@ -580,6 +690,9 @@ fn print_banner(
         }
     };
     println!("{note}");
+    if let Some(k) = kafka {
+        print_kafka(args, k, applied);
+    }
     println!("Ctrl-C or SIGTERM stops everything.");
 }
 
@@ -592,4 +705,38 @@ fn plugin_hint(name: &str) {
     println!(
         "  cargo run -p kubectl-bluegreen -- get {name} -w   # the same without installing it"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PlaceholderError, Placeholders, parse_topic};
+    use std::path::Path;
+
+    #[test]
+    fn kafka_is_filled_in_with_a_broker_and_refused_without_one() {
+        let text = "--kafka @KAFKA@ --jar @REPO@/target/job.jar";
+        let with = Placeholders::new(
+            Path::new("/repo"),
+            Path::new("/w"),
+            Some("127.0.0.1:9".into()),
+        );
+        assert_eq!(
+            with.render(text).unwrap(),
+            "--kafka 127.0.0.1:9 --jar /repo/target/job.jar"
+        );
+        let without = Placeholders::new(Path::new("/repo"), Path::new("/w"), None);
+        assert!(matches!(
+            without.render(text),
+            Err(PlaceholderError::NoKafka)
+        ));
+        assert_eq!(without.render("@WORK@/out").unwrap(), "/w/out");
+    }
+
+    #[test]
+    fn kafka_topics_have_four_partitions_unless_told() {
+        assert_eq!(parse_topic("orders"), Ok(("orders".into(), 4)));
+        assert_eq!(parse_topic("orders:2"), Ok(("orders".into(), 2)));
+        assert!(parse_topic("orders:0").is_err());
+        assert!(parse_topic(":3").is_err());
+    }
 }
