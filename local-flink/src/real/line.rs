@@ -84,7 +84,40 @@ impl FlinkLine {
 
 #[cfg(test)]
 mod tests {
-    use super::FlinkMajor;
+    use super::{FlinkLine, FlinkMajor};
+    use crate::real::RealFlinkOptions;
+
+    #[test]
+    fn a_runner_gives_the_line_asked_for_and_never_another() {
+        let mut options = RealFlinkOptions::new(FlinkLine::new("/f1/lib", "/f1/l.jar"), "/w", "");
+        assert_eq!(
+            options.line(Some("v1_20")).expect("1.20").lib.to_str(),
+            Some("/f1/lib")
+        );
+        let err = options.line(Some("v2_1")).expect_err("no 2.x").to_string();
+        assert!(
+            err.contains("spec.flinkVersion")
+                && err.contains("v2_1")
+                && err.contains("FLINK_VERSION=2.3.0 scripts/flink-jars.sh")
+                && err.contains("-Pflink2"),
+            "{err}"
+        );
+        options.flink_1_20 = None;
+        options.flink_2 = Some(FlinkLine::new("/f2/lib", "/f2/l.jar"));
+        assert_eq!(
+            options
+                .line(Some("v2_1"))
+                .expect("2.x")
+                .launcher_jar
+                .to_str(),
+            Some("/f2/l.jar")
+        );
+        let err = options
+            .line(Some("v1_20"))
+            .expect_err("no 1.20")
+            .to_string();
+        assert!(err.contains("scripts/flink-jars.sh"), "{err}");
+    }
 
     #[test]
     fn flink_version_picks_the_line_and_anything_else_names_the_field() {
