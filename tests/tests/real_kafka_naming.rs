@@ -4,7 +4,10 @@
 //! `<prefix>-<subtask>-<n>` reused once committed, lingering ones found by listing the topic's open
 //! transactions). The upstream bug FLINK-40626 leaves a pooled transaction open until
 //! `transaction.timeout.ms` after a prefix change or a downscale. Every handover changes the prefix
-//! (it is per color); here each one is also a downscale, 3 → 2.
+//! (it is per color); here each one is also a downscale, 3 → 2. Through `BlueGreenSinks.sinkTo`
+//! the incoming writers restore none of the outgoing color's writer state, so the connector sees
+//! neither change, and neither strategy leaves a transaction open (docs/jvm.md says why, and where
+//! FLINK-40626 remains).
 //!
 //! For each strategy, the example job's Kafka shape (`--transaction-naming`) on the unchanged
 //! controller: blue at parallelism 3 commits a checkpoint first (so that `POOLING` reuses a
