@@ -53,7 +53,18 @@ fn child_line(child: &Child, status: Option<&FlinkBlueGreenDeploymentStatus>) ->
     if let Some(role) = role {
         let _ = write!(line, " ({role})");
     }
+    // A child in another cluster (`spec.cluster`) is not read from this one.
+    let elsewhere = status.and_then(|s| s.clusters.of(child.color));
+    if let Some(cluster) = elsewhere {
+        let _ = write!(
+            line,
+            "  cluster: Secret {}, namespace {}",
+            cluster.kubeconfig_secret.name,
+            cluster.namespace.as_deref().unwrap_or("(same)")
+        );
+    }
     match &child.doc {
+        None if elsewhere.is_some() => line.push_str("  (not read: another cluster)"),
         None => line.push_str("  not found"),
         Some(Err(e)) => {
             let _ = write!(line, "  unreadable: {e}");
@@ -267,4 +278,48 @@ pub fn list(items: &[Deployment], all_namespaces: bool) -> String {
         rows.push(row);
     }
     table(&rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use bluegreen_controller::resource::{
+        FlinkBlueGreenDeploymentStatus, KubeconfigSecret, TargetCluster,
+    };
+    use bluegreen_protocol::Color;
+
+    use super::child_line;
+    use crate::model::Child;
+
+    #[test]
+    fn a_child_in_another_cluster_shows_that_cluster_and_is_not_called_missing() {
+        let mut status = FlinkBlueGreenDeploymentStatus {
+            active_color: Some(Color::Green),
+            ..FlinkBlueGreenDeploymentStatus::default()
+        };
+        status.clusters.set(
+            Color::Green,
+            Some(Box::new(TargetCluster {
+                kubeconfig_secret: KubeconfigSecret {
+                    name: "east".into(),
+                    key: "kubeconfig".into(),
+                },
+                namespace: Some("jobs".into()),
+                flink_rest_url: "https://{name}.east".into(),
+            })),
+        );
+        let child = |color: Color| Child {
+            color,
+            name: format!("orders-{}", color.suffix()),
+            doc: None,
+            raw: None,
+        };
+        assert_eq!(
+            child_line(&child(Color::Green), Some(&status)),
+            "FlinkDeployment orders-green (active)  cluster: Secret east, namespace jobs  (not read: another cluster)"
+        );
+        assert_eq!(
+            child_line(&child(Color::Blue), Some(&status)),
+            "FlinkDeployment orders-blue  not found"
+        );
+    }
 }

@@ -475,3 +475,50 @@ async fn a_target_cluster_that_cannot_be_used_is_refused_before_anything_is_touc
     clusters.shutdown().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_deployed_straight_to_another_cluster_is_deleted_there_with_its_resource()
+-> anyhow::Result<()> {
+    let clusters = TwoClusters::start().await?;
+    clusters
+        .secret(
+            "cluster-b",
+            &[("kubeconfig", clusters.remote.kubeconfig_yaml())],
+        )
+        .await?;
+    let mut spec = shared_orders_job();
+    spec.cluster = Some(serde_json::from_value(clusters.cluster_b("cluster-b"))?);
+    clusters
+        .fbgds()
+        .create(
+            &PostParams::default(),
+            &FlinkBlueGreenDeployment::new("orders", spec),
+        )
+        .await?;
+    clusters.wait_steady(Color::Blue).await?;
+    assert_eq!(
+        clusters.children().await?,
+        (vec![], vec!["orders-blue".into()])
+    );
+    // The remote child has no owner there: only the finalizer deletes it.
+    let blue: DynamicObject =
+        Api::namespaced_with(clusters.b.clone(), REMOTE_NS, &flink_deployment_resource())
+            .get("orders-blue")
+            .await?;
+    assert!(blue.metadata.owner_references.is_none(), "{blue:?}");
+    clusters
+        .fbgds()
+        .delete("orders", &kube::api::DeleteParams::default())
+        .await?;
+    let deadline = tokio::time::Instant::now() + STEADY;
+    while clusters.fbgds().get_opt("orders").await?.is_some() {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the resource was not deleted"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(clusters.children().await?, (vec![], vec![]));
+    clusters.shutdown().await;
+    Ok(())
+}
