@@ -108,8 +108,9 @@ struct UpArgs {
     manifest: Vec<PathBuf>,
     /// Also start a real Kafka broker on loopback (`scripts/kafka-jars.sh` installs it): topics
     /// `in` and `out` (4 partitions), the example input written into `in` at 4 x 50 records/s;
-    /// `@KAFKA@` in a manifest is its bootstrap address. Stopped and removed with the rest.
-    #[arg(long, conflicts_with = "simulated")]
+    /// `@KAFKA@` in a manifest is its bootstrap address. Stopped and removed with the rest. (Jobs
+    /// that use it need real Flink: the simulated Flink does not run their code.)
+    #[arg(long)]
     kafka: bool,
     /// With --kafka, one more topic (`NAME` or `NAME:PARTITIONS`, 4 by default). Repeatable.
     #[arg(long, value_name = "NAME[:PARTITIONS]", requires = "kafka", value_parser = parse_topic)]

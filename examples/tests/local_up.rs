@@ -1,7 +1,8 @@
 //! `bluegreen-local up --simulated` as a user runs it: a child process on a free port, then
 //! `kubectl` with the kubeconfig it writes: the simulated example manifest applied in a namespace
 //! of its own, one upgrade by a patch of the image, and a clean exit on SIGTERM; and
-//! `--manifest` with the real example manifest, rendered, applied and upgraded by re-applying it.
+//! `--manifest` with the real example manifest, rendered, applied and upgraded by re-applying it;
+//! `--kafka`: the broker's address in the rendered Kafka manifest, and the broker gone after SIGTERM.
 //!
 //! Needs `kubectl` on PATH (fails, does not skip, when it is missing).
 
@@ -380,4 +381,64 @@ fn up_renders_and_applies_a_users_manifest() {
     );
     let (status, _) = up.terminate(Duration::from_secs(15));
     assert!(status.success(), "{}", up.log());
+}
+
+/// `up --kafka` (on the simulated Flink, which does not run the job: the broker alone): the
+/// example Kafka manifest rendered with the broker's address, the broker answering on it, the
+/// `read_committed` command printed, and after SIGTERM a clean exit with the broker stopped and
+/// its directory removed. Passes without running when no `java` runs (the broker is a JVM).
+#[test]
+fn up_kafka_starts_a_broker_for_manifests_and_removes_it_on_sigterm() {
+    if !Command::new("java")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("SKIPPED: no `java` on the PATH; the Kafka broker is a JVM");
+        return;
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/kafka-job-real.yaml");
+    let mut up = start_with(
+        free_port(),
+        &[Path::new("--kafka"), Path::new("--manifest"), &manifest],
+    );
+    let path = up.kubeconfig();
+    // The broker starts first (up to 90 s on a loaded machine).
+    wait_for_file(&mut up, &path, Duration::from_mins(2));
+    let banner = std::fs::read_to_string(up.dir.path().join("stdout.log")).expect("stdout");
+    let bootstrap = banner
+        .split_whitespace()
+        .skip_while(|w| *w != "broker")
+        .nth(2)
+        .unwrap_or_else(|| panic!("no broker address in the banner:\n{banner}"))
+        .to_owned();
+    assert!(
+        banner.contains(&format!("KafkaTool read {bootstrap} out read_committed")),
+        "{banner}"
+    );
+    let rendered =
+        std::fs::read_to_string(up.dir.path().join("work/kafka-job-real.yaml")).expect("rendered");
+    assert!(
+        rendered.contains(&format!("--kafka, \"{bootstrap}\"")) && !rendered.contains("@KAFKA@"),
+        "{rendered}"
+    );
+    std::net::TcpStream::connect(&bootstrap).expect("the broker answers");
+    let log = banner
+        .split_whitespace()
+        .skip_while(|w| *w != "log")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no broker log in the banner:\n{banner}"));
+    let log_dir = Path::new(log).parent().expect("the broker's directory");
+    assert!(log_dir.is_dir(), "{}", log_dir.display());
+    let (status, _) = up.terminate(Duration::from_secs(30));
+    assert!(
+        status.success(),
+        "bluegreen-local exited with {status}\n{}",
+        up.log()
+    );
+    assert!(
+        std::net::TcpStream::connect(&bootstrap).is_err(),
+        "the broker still answers on {bootstrap} after SIGTERM"
+    );
+    assert!(!log_dir.exists(), "{} is still there", log_dir.display());
 }
