@@ -40,7 +40,8 @@ struct Args {
     /// Seconds measured after each upgrade has ended (its window ends then).
     #[arg(long, default_value_t = 20)]
     after_s: u64,
-    /// The checkpoint interval of both jobs (the FileSink commits on checkpoints), ms.
+    /// The checkpoint interval of both jobs (the FileSink and the KafkaSink commit on
+    /// checkpoints), ms.
     #[arg(long, default_value_t = 2_000)]
     checkpoint_ms: u64,
     /// The handover's `coordination.minReady` (the CRD's default is 10s).
