@@ -50,7 +50,8 @@ const FENCED: [&str; 3] = [
     "because its producer is already fenced",
 ];
 
-/// What the `POOLING` writer logs when it lists the lingering transactions of its prefix on start.
+/// What the `POOLING` writer logs when it lists the lingering transactions of its prefix on start
+/// (`INCREMENTING`'s probing logs no such line).
 const LISTED: &str = "open transactions for subtask";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,6 +132,13 @@ async fn handover_leaves_no_transaction_open(naming: &str) -> anyhow::Result<()>
         "{report}"
     );
     ensure!(report.lines[&Color::Green] > 100, "{report}");
+    // The strategy took effect: only POOLING's abort lists open transactions, once per subtask.
+    let expected = if naming == "pooling" { 2 } else { 0 };
+    ensure!(
+        listed.len() == expected,
+        "{naming}: green's writers listed open transactions {} times, not {expected}",
+        listed.len()
+    );
     for &color in Color::ALL {
         let fenced = log_lines(&bed, color, &FENCED)?;
         ensure!(
