@@ -163,12 +163,33 @@ fn strings(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Every right the install's Roles and ClusterRoles grant, in document order.
+/// Every right the install's Roles and ClusterRoles grant, in document order: those of the roles
+/// it binds. A ClusterRole it leaves for users to bind per namespace
+/// (`bluegreen-controller-kubeconfig-secrets`, for `spec.cluster`) grants nothing by itself.
 pub fn rights(objects: &[Value]) -> Vec<Right> {
+    let bound: Vec<(&str, &str)> = objects
+        .iter()
+        .filter(|o| {
+            matches!(
+                o["kind"].as_str(),
+                Some("RoleBinding" | "ClusterRoleBinding")
+            )
+        })
+        .filter_map(|o| {
+            Some((
+                o["roleRef"]["kind"].as_str()?,
+                o["roleRef"]["name"].as_str()?,
+            ))
+        })
+        .collect();
     let mut out = Vec::new();
     for obj in objects {
         let kind = obj["kind"].as_str().unwrap_or_default();
         if !matches!(kind, "Role" | "ClusterRole") {
+            continue;
+        }
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        if !bound.contains(&(kind, name)) {
             continue;
         }
         for (i, rule) in obj["rules"].as_array().into_iter().flatten().enumerate() {
