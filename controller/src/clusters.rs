@@ -56,6 +56,16 @@ impl Reaches {
     }
 }
 
+/// What resolving the clusters found unusable.
+#[derive(Debug, Default)]
+pub struct Unusable {
+    /// A cluster a child runs in (`status.clusters`) that cannot be used now, described: that
+    /// child is not looked for, and nothing is done until it can be used.
+    pub running: Option<String>,
+    /// `spec.cluster` names a cluster that cannot be used: the spec is refused.
+    pub target: Option<SpecError>,
+}
+
 /// Why a target cluster cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
@@ -137,10 +147,10 @@ pub struct ClusterClients {
 }
 
 impl ClusterClients {
-    /// Resolves this cluster (`home`, reaching Flink through `rest_url_template`) and every
-    /// target cluster of `spec_cluster` (the one the next deployment goes to) and `children`
-    /// (where each child runs) for a resource in `namespace`: every cluster that can be used,
-    /// and the refusal of the first that cannot, naming the field that names it.
+    /// Resolves this cluster (`home`, reaching Flink through `rest_url_template`), every
+    /// cluster a child runs in (`children`) and the one the next deployment goes to
+    /// (`spec_cluster`) for a resource in `namespace`: every cluster that can be used, and what
+    /// cannot.
     pub async fn resolve(
         &self,
         home: &kube::Client,
@@ -148,7 +158,7 @@ impl ClusterClients {
         namespace: &str,
         spec_cluster: Option<&TargetCluster>,
         children: &ChildClusters,
-    ) -> (Reaches, Result<(), SpecError>) {
+    ) -> (Reaches, Unusable) {
         let mut reaches = Reaches {
             home: Reach {
                 client: home.clone(),
@@ -158,29 +168,41 @@ impl ClusterClients {
             },
             remote: Vec::new(),
         };
-        let mut refused = Ok(());
-        let named = [
-            ("spec.cluster", spec_cluster),
-            ("status.clusters.blue", children.of(Color::Blue)),
-            ("status.clusters.green", children.of(Color::Green)),
-        ];
-        for (field, target) in named {
-            let Some(target) = target else { continue };
+        let mut unusable = Unusable::default();
+        for color in [Color::Blue, Color::Green] {
+            let Some(target) = children.of(color) else {
+                continue;
+            };
             if reaches.get(Some(target)).is_some() {
                 continue;
             }
             match self.reach(home, namespace, target).await {
                 Ok(reach) => reaches.remote.push((target.clone(), reach)),
-                Err(e) if refused.is_ok() => {
-                    refused = Err(SpecError::new(
-                        field,
+                Err(e) => {
+                    unusable.running.get_or_insert_with(|| {
+                        format!(
+                            "the cluster the {color} job runs in (status.clusters.{}) cannot be used: {e}; nothing is done until it can",
+                            color.suffix()
+                        )
+                    });
+                }
+            }
+        }
+        if let Some(target) = spec_cluster
+            && reaches.get(Some(target)).is_none()
+            && unusable.running.is_none()
+        {
+            match self.reach(home, namespace, target).await {
+                Ok(reach) => reaches.remote.push((target.clone(), reach)),
+                Err(e) => {
+                    unusable.target = Some(SpecError::new(
+                        "spec.cluster",
                         format!("names a cluster that cannot be used: {e}"),
                     ));
                 }
-                Err(_) => {}
             }
         }
-        (reaches, refused)
+        (reaches, unusable)
     }
 
     /// The reach of `target` for a resource in `namespace`: its client (cached while the

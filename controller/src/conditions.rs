@@ -98,6 +98,8 @@ named_enum!(
         FirstDeploymentFailed,
         /// The spec cannot be rendered.
         InvalidSpec,
+        /// A cluster a child runs in cannot be used (`spec.cluster`); nothing is done until it can.
+        ClusterUnavailable,
         /// The coordination ConfigMap differs from the status.
         ConfigMapDiverged,
         /// The incoming job failed after W was set.

@@ -12,6 +12,8 @@ named_enum!(
         FirstDeploymentFailed,
         /// The spec is refused (once per message).
         InvalidSpec,
+        /// A cluster a child runs in cannot be used (once per message).
+        ClusterUnavailable,
         /// A handover starts.
         HandoverStarted,
         /// The savepoint a handover starts from completed.

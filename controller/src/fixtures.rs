@@ -48,6 +48,7 @@ pub fn observed() -> Observed {
         generation: 1,
         uid: "uid-1".into(),
         valid: valid(|_| {}),
+        cluster_down: None,
         template_hash: "h1".into(),
         initial_savepoint: None,
         redeploy_nonce: None,

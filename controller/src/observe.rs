@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use crate::checks::validate_resource;
 use crate::child::{ANNOTATION_TEMPLATE_HASH, child_name, spec_hash};
-use crate::clusters::{Reach, Reaches};
+use crate::clusters::{Reach, Reaches, Unusable};
 use crate::context::{Context, flink_deployment_resource};
-use crate::error::{Error, Result, SpecError};
+use crate::error::{Error, Result};
 use crate::flink_rest::FlinkRest;
 use crate::handover::{ends_handover_first, final_savepoint_trigger_id};
 use crate::names::ACTION_ANNOTATION;
@@ -36,7 +36,7 @@ pub async fn observe(
     let name = fbgd.name_any();
     let status = fbgd.status.clone().unwrap_or_default();
     let configmap = observe_configmap(ctx, &namespace, &name).await?;
-    let (reaches, usable) = ctx
+    let (reaches, unusable) = ctx
         .clusters
         .resolve(
             &ctx.client,
@@ -92,7 +92,7 @@ pub async fn observe(
         *slot = observe_child(ctx, reach, &child, savepoint, reads).await?;
     }
     let [blue, green] = children;
-    let observed = assemble(fbgd, configmap, blue, green, usable);
+    let observed = assemble(fbgd, configmap, blue, green, unusable);
     Ok((observed, reaches))
 }
 
@@ -121,7 +121,7 @@ pub async fn observe_deletion(
         .ok_or(Error::MissingMetadata("namespace"))?;
     let name = fbgd.name_any();
     let configmap = observe_configmap(ctx, &namespace, &name).await?;
-    let (reaches, usable) = ctx
+    let (reaches, unusable) = ctx
         .clusters
         .resolve(
             &ctx.client,
@@ -131,7 +131,9 @@ pub async fn observe_deletion(
             &status.clusters,
         )
         .await;
-    usable?;
+    if let Some(why) = unusable.running {
+        tracing::warn!(deployment = %name, %why, "deletion waits for a cluster");
+    }
     let final_savepoint = fbgd
         .status
         .as_ref()
@@ -172,7 +174,10 @@ pub async fn observe_deletion(
         *slot = Some(obs);
     }
     let [blue, green] = children;
-    Ok((assemble(fbgd, configmap, blue, green, Ok(())), reaches))
+    Ok((
+        assemble(fbgd, configmap, blue, green, Unusable::default()),
+        reaches,
+    ))
 }
 
 /// The coordination ConfigMap of the resource `name`.
@@ -187,22 +192,24 @@ async fn observe_configmap(ctx: &Context, namespace: &str, name: &str) -> Result
     })
 }
 
-/// The observation of `fbgd` with what was found of its ConfigMap and children, and whether the
-/// clusters they run in could be used (`usable`).
+/// The observation of `fbgd` with what was found of its ConfigMap and children, and which
+/// clusters could not be used (`unusable`).
 fn assemble(
     fbgd: &FlinkBlueGreenDeployment,
     configmap: ConfigMapObs,
     blue: Option<ChildObs>,
     green: Option<ChildObs>,
-    usable: Result<(), SpecError>,
+    unusable: Unusable,
 ) -> Observed {
+    let target = unusable.target.map_or(Ok(()), Err);
     let job = &fbgd.spec.template.spec.job;
     Observed {
         now: jiff::Timestamp::now(),
         generation: fbgd.metadata.generation.unwrap_or(0),
         uid: fbgd.uid().unwrap_or_default(),
         valid: validate_resource(&fbgd.name_any(), &fbgd.spec)
-            .and_then(|valid| usable.map(|()| valid)),
+            .and_then(|valid| target.map(|()| valid)),
+        cluster_down: unusable.running,
         template_hash: spec_hash(&fbgd.spec),
         initial_savepoint: job.initial_savepoint_path.clone(),
         redeploy_nonce: job.savepoint_redeploy_nonce,

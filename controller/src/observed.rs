@@ -275,6 +275,9 @@ pub struct Observed {
     /// What validating the resource found (its settings, what rendering its children uses), or
     /// why it is invalid.
     pub valid: Result<ValidSpec, SpecError>,
+    /// A cluster a child runs in (`status.clusters`) that could not be used, described: its
+    /// child was not looked for, so the plan does nothing until it can be used.
+    pub cluster_down: Option<String>,
     /// Hash of `spec.template` without `job.state` (which is applied in place).
     pub template_hash: String,
     /// `spec.template.spec.job.initialSavepointPath`.

@@ -252,6 +252,56 @@ impl TwoClusters {
         Ok(flink.ledger().report(&expectation))
     }
 
+    /// B becomes unusable while green runs there (its Secret now names a closed port): the
+    /// resource is `Degraded/ClusterUnavailable` and nothing changes; once the Secret names B
+    /// again the resource is Ready, the same green job (`job_id`) still running in B.
+    async fn lose_and_regain_b(&self, job_id: &str) -> anyhow::Result<()> {
+        let secrets: Api<Secret> = Api::namespaced(self.a.clone(), HOME_NS);
+        let kubeconfig = self.remote.kubeconfig_yaml();
+        for (yaml, nudge) in [
+            (
+                kubeconfig.replace(&self.remote.url(), "http://127.0.0.1:1"),
+                "1",
+            ),
+            (kubeconfig.clone(), "2"),
+        ] {
+            let data = json!({"data": {"kubeconfig": ByteString(yaml.into_bytes())}});
+            secrets
+                .patch("cluster-b", &PatchParams::default(), &Patch::Merge(&data))
+                .await?;
+            // Secrets are not watched: an annotation makes the controller look now.
+            let nudge = json!({"metadata": {"annotations": {"test.bluegreen.dev/nudge": nudge}}});
+            self.fbgds()
+                .patch("orders", &PatchParams::default(), &Patch::Merge(&nudge))
+                .await?;
+            if nudge == "1" {
+                let down = self
+                    .wait_for("ClusterUnavailable", |f| {
+                        degraded(f).is_some_and(|(r, _)| r == "ClusterUnavailable")
+                    })
+                    .await?;
+                let (_, message) = degraded(&down).expect("degraded");
+                assert!(message.contains("status.clusters.green"), "{message}");
+                assert!(down.status.expect("status").clusters.green.is_some());
+            }
+        }
+        self.wait_for("B usable again", |f| {
+            degraded(f).is_none()
+                && f.status.as_ref().is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.type_ == "Ready" && c.status == "True")
+                })
+        })
+        .await?;
+        let green = self
+            .flink_b
+            .job(&DeploymentRef::new(REMOTE_NS, "orders-green"))
+            .context("green runs in B")?;
+        assert_eq!(green.job_id, job_id);
+        Ok(())
+    }
+
     async fn shutdown(self) {
         let (stop, task) = self.controller;
         let _ = stop.send(true);
@@ -322,6 +372,7 @@ async fn a_job_moves_to_another_cluster_and_back_exactly_once() -> anyhow::Resul
     println!("blue in A → green in B: {report}");
     assert!(report.is_exactly_once_by_owner(), "{report}");
     assert!(report.color(Some(Color::Green)).emissions > 0, "{report}");
+    clusters.lose_and_regain_b(&green.job_id).await?;
 
     // Back to A, with another parallelism change.
     clusters

@@ -34,6 +34,8 @@ use configmap::diverged;
 
 /// How often an active handover is re-observed.
 const ACTIVE_REQUEUE: Duration = Duration::from_millis(500);
+/// How often a cluster a child runs in that cannot be used is tried again.
+const CLUSTER_RETRY: Duration = Duration::from_secs(10);
 /// How often a steady deployment is re-observed.
 const STEADY_REQUEUE: Duration = Duration::from_secs(30);
 /// How often a phase that waits only for watched objects (the child's status) is re-observed as a
@@ -56,6 +58,17 @@ pub fn plan(obs: &Observed) -> Plan {
     if let Some(reason) = diverged(&obs.configmap, current_cm.as_ref()) {
         p.health.degraded(Reason::ConfigMapDiverged, reason);
         return p.finish(None);
+    }
+    if let Some(why) = &obs.cluster_down {
+        // A child was not looked for: nothing is decided about it, nor forgotten.
+        p.degraded_with_event(
+            Reason::ClusterUnavailable,
+            EventReason::ClusterUnavailable,
+            why.clone(),
+        );
+        p.requeue = CLUSTER_RETRY;
+        let desired = desired_configmap(&p.status, obs);
+        return p.finish(desired);
     }
     match &obs.valid {
         Err(refused) => p.invalid_spec(refused),

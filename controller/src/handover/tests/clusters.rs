@@ -138,3 +138,32 @@ fn a_handover_waiting_on_a_child_in_another_cluster_polls_it() {
         p.requeue_after
     );
 }
+
+#[test]
+fn a_cluster_a_child_runs_in_that_cannot_be_used_stops_everything_and_forgets_nothing() {
+    let mut obs = handover(Phase::Deploying, None);
+    obs.status
+        .clusters
+        .set(Color::Green, Some(Box::new(east())));
+    // Green was not looked for.
+    obs.green = None;
+    obs.cluster_down = Some("the cluster the green job runs in cannot be used".into());
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(p.status.transition, obs.status.transition);
+    assert_eq!(p.status.clusters.of(Color::Green), Some(&east()));
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "ClusterUnavailable")
+    );
+    assert_eq!(
+        p.notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
+        [EventReason::ClusterUnavailable]
+    );
+    // Said once, not on every retry.
+    let again = Observed {
+        status: p.status,
+        ..obs
+    };
+    assert!(plan(&again).notes.is_empty());
+}
