@@ -174,8 +174,8 @@ pub struct SqlJob {
     pub parallelism: i32,
     /// Input files, outputs and scripts live here.
     pub work: PathBuf,
-    /// More runner arguments (e.g. `--color BLUE` in both jobs: the misconfiguration that shows
-    /// the ledger failing).
+    /// More runner arguments (e.g. `--state-source static-running` in the incoming job: gates that
+    /// never learn W, the misconfiguration that shows the ledger failing).
     pub extra_args: Vec<String>,
 }
 

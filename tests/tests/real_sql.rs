@@ -213,10 +213,11 @@ async fn a_sql_script_with_an_unwindowed_group_by_is_refused_before_any_record()
     Ok(())
 }
 
-/// The oracle is not vacuous: the same SQL job handed over with its gates misconfigured (the
-/// incoming job told it is blue, `--color BLUE`, so both jobs pass what blue owns and write
-/// `part-blue-` files) is caught by the SQL ledger. Run by hand (`-- --ignored`): it shows the
-/// ledger failing, not a property users rely on.
+/// The oracle is not vacuous: the same SQL job handed over with the incoming job's gates
+/// misconfigured (`--state-source static-running`: they never learn W and pass every record, as
+/// an ungated job would) is caught by the SQL ledger. Run by hand (`-- --ignored`): it shows the
+/// ledger failing, not a property users rely on. (It used to tell the incoming job it is blue;
+/// since gates report their color the controller never gives such a job W.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "shows the ledger failing on a misconfigured handover; run by hand"]
 async fn the_sql_ledger_catches_a_handover_with_misconfigured_gates() -> anyhow::Result<()> {
@@ -233,7 +234,7 @@ async fn the_sql_ledger_catches_a_handover_with_misconfigured_gates() -> anyhow:
     let input = InputWriter::start(&job.input())?;
     tokio::time::sleep(Duration::from_secs(20)).await;
     job.parallelism = 3;
-    job.extra_args = vec!["--color".into(), "BLUE".into()];
+    job.extra_args = vec!["--state-source".into(), "static-running".into()];
     stack.patch_spec(NAME, job.template_patch()).await?;
     let steady = stack.wait_steady(NAME, Color::Green, UPGRADE).await;
     eprintln!("misconfigured handover: {steady:?}");
