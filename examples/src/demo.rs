@@ -298,7 +298,7 @@ async fn sql_demo(stack: &LocalStack, a: &Artifacts, work: &Path) -> anyhow::Res
     let records = input.stop().await?;
     tokio::time::sleep(Duration::from_secs(8)).await;
     stack.commit_active(NAME).await?;
-    let handovers = sql::handovers(stack, NAME).await?;
+    let handovers = stack.promoted_handovers(NAME).await?;
     let last = records.iter().map(|r| r.ts).max().unwrap_or(0);
     let report = sql::judge(&job, &records, &handovers, last)?;
     println!("\nphases of each upgrade (seconds since the spec change):");

@@ -368,21 +368,8 @@ impl LocalStack {
         output: &Path,
         check_counts: bool,
     ) -> anyhow::Result<FileLedgerReport> {
-        let status = self
-            .fbgds()
-            .get(name)
-            .await?
-            .status
-            .context("no status yet")?;
-        let mut handovers: Vec<(i64, Color)> = status
-            .history
-            .iter()
-            .filter(|h| h.outcome == bluegreen_controller::resource::Outcome::Promoted)
-            .filter_map(|h| h.toggle.map(|w| (w, h.to)))
-            .collect();
-        handovers.sort_unstable();
         let mut expect = Expectation::new(Color::Blue);
-        for (w, to) in handovers {
+        for (w, to) in self.promoted_handovers(name).await? {
             expect = expect.handover(w, to);
         }
         if !check_counts {

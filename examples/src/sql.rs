@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
-use bluegreen_controller::resource::{FlinkBlueGreenDeploymentSpec, Outcome};
+use bluegreen_controller::resource::FlinkBlueGreenDeploymentSpec;
 use bluegreen_local_flink::file_ledger;
 use bluegreen_protocol::Color;
 use bluegreen_protocol::flink::JobStatus;
@@ -868,27 +868,6 @@ pub async fn wait_running(
     }
 }
 
-/// The promoted handovers of `name` (`(W, incoming color)`, in order), from its status.
-///
-/// # Errors
-/// When the resource cannot be read or has no status.
-pub async fn handovers(stack: &LocalStack, name: &str) -> anyhow::Result<Vec<(i64, Color)>> {
-    let status = stack
-        .fbgds()
-        .get(name)
-        .await?
-        .status
-        .context("no status yet")?;
-    let mut handovers: Vec<(i64, Color)> = status
-        .history
-        .iter()
-        .filter(|h| h.outcome == Outcome::Promoted)
-        .filter_map(|h| h.toggle.map(|w| (w, h.to)))
-        .collect();
-    handovers.sort_unstable();
-    Ok(handovers)
-}
-
 /// Commits what `name`'s active job read (a checkpoint), then judges every output against what
 /// `input` has written by then, with every record written more than `settle` ago expected. (The
 /// input is read after the checkpoint: the committed output holds records written while it ran.)
@@ -904,7 +883,7 @@ pub async fn report(
 ) -> anyhow::Result<SqlLedgerReport> {
     let horizon = now_ms() - i64::try_from(settle.as_millis()).expect("small");
     stack.commit_active(name).await?;
-    let handovers = handovers(stack, name).await?;
+    let handovers = stack.promoted_handovers(name).await?;
     judge(job, &input.records(), &handovers, horizon)
 }
 

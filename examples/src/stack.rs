@@ -165,6 +165,28 @@ impl LocalStack {
         Api::namespaced(self.client.clone(), NAMESPACE)
     }
 
+    /// The promoted handovers of `name` (`(W, incoming color)`, in W order), from its status
+    /// history: what a ledger expects after blue's first records.
+    ///
+    /// # Errors
+    /// When the resource cannot be read or has no status.
+    pub async fn promoted_handovers(&self, name: &str) -> anyhow::Result<Vec<(i64, Color)>> {
+        let status = self
+            .fbgds()
+            .get(name)
+            .await?
+            .status
+            .context("no status yet")?;
+        let mut handovers: Vec<(i64, Color)> = status
+            .history
+            .iter()
+            .filter(|h| h.outcome == bluegreen_controller::resource::Outcome::Promoted)
+            .filter_map(|h| h.toggle.map(|w| (w, h.to)))
+            .collect();
+        handovers.sort_unstable();
+        Ok(handovers)
+    }
+
     /// The events (events.k8s.io/v1) recorded about the object `name`, as stored.
     pub async fn events(&self, name: &str) -> anyhow::Result<Vec<kube::api::DynamicObject>> {
         let events: Api<kube::api::DynamicObject> = Api::namespaced_with(

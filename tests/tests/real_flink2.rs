@@ -127,7 +127,7 @@ async fn an_unchanged_sql_script_on_flink_2_is_handed_over_exactly_once() -> any
     tokio::time::sleep(Duration::from_secs(8)).await;
     let last = records.iter().map(|r| r.ts).max().unwrap_or(0);
     stack.commit_active(SQL_NAME).await?;
-    let handovers = sql::handovers(stack, SQL_NAME).await?;
+    let handovers = stack.promoted_handovers(SQL_NAME).await?;
     let report = sql::judge(&job, &records, &handovers, last)?;
     eprintln!(
         "SQL on Flink 2.x: {} records written; {report}\nwhole test {:?}",

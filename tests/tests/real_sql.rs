@@ -133,7 +133,11 @@ async fn an_unchanged_sql_script_is_handed_over_exactly_once_and_a_refused_one_c
         let report = sql::report(stack, NAME, &job, &input, SETTLE).await?;
         eprintln!("{report}");
         if !report.is_exactly_once_by_owner() {
-            keep(&job, &input.records(), &sql::handovers(stack, NAME).await?);
+            keep(
+                &job,
+                &input.records(),
+                &stack.promoted_handovers(NAME).await?,
+            );
         }
         ensure!(report.is_exactly_once_by_owner(), "{report}");
     }
@@ -143,7 +147,7 @@ async fn an_unchanged_sql_script_is_handed_over_exactly_once_and_a_refused_one_c
     // Every record written, and every window the watermark has closed, exactly once.
     let last = records.iter().map(|r| r.ts).max().unwrap_or(0);
     stack.commit_active(NAME).await?;
-    let handovers = sql::handovers(stack, NAME).await?;
+    let handovers = stack.promoted_handovers(NAME).await?;
     let report = sql::judge(&job, &records, &handovers, last)?;
     eprintln!("final: {} records written; {report}", records.len());
     ensure!(report.is_exactly_once_by_owner(), "{report}");

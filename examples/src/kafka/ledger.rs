@@ -6,8 +6,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Context as _;
-use bluegreen_controller::resource::Outcome;
 use bluegreen_local_flink::file_ledger::{Expectation, FileLedgerReport, judge_lines};
 use bluegreen_protocol::Color;
 
@@ -23,21 +21,8 @@ pub const KEYS: u64 = 16;
 /// # Errors
 /// When `name` cannot be read or has no status.
 pub async fn expectation(stack: &LocalStack, name: &str) -> anyhow::Result<Expectation> {
-    let status = stack
-        .fbgds()
-        .get(name)
-        .await?
-        .status
-        .context("no status yet")?;
-    let mut handovers: Vec<(i64, Color)> = status
-        .history
-        .iter()
-        .filter(|h| h.outcome == Outcome::Promoted)
-        .filter_map(|h| h.toggle.map(|w| (w, h.to)))
-        .collect();
-    handovers.sort_unstable();
     let mut expect = Expectation::new(Color::Blue).keys_per_split(KEYS);
-    for (w, to) in handovers {
+    for (w, to) in stack.promoted_handovers(name).await? {
         expect = expect.handover(w, to);
     }
     Ok(expect)
