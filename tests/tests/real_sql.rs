@@ -20,7 +20,8 @@ use bluegreen_examples::LocalStack;
 use bluegreen_examples::sql::{self, InputWriter, SqlJob};
 use bluegreen_protocol::Color;
 
-/// Keeps a failed run's files (input, outputs, scripts) and the handovers for a look.
+/// Keeps a failed run's files (input, outputs, scripts, the runner's logs) and the handovers for
+/// a look.
 fn keep(job: &SqlJob, input: &[sql::InputRecord], handovers: &[(i64, Color)]) {
     let to = std::env::temp_dir().join(format!("bluegreen-real-sql-{}", std::process::id()));
     let status = std::process::Command::new("cp")
@@ -33,10 +34,32 @@ fn keep(job: &SqlJob, input: &[sql::InputRecord], handovers: &[(i64, Color)]) {
         .map(|r| format!("{},{},{}", r.id, r.k, r.ts))
         .collect();
     let _ = std::fs::write(to.join("input-written.csv"), lines.join("\n"));
+    // The runner's logs of every job run (launcher, Flink, sidecar), beside the job's work
+    // directory: what a failed run needs to be explained.
+    if let Some(runner) = job.work.parent().map(|p| p.join("flink")) {
+        copy_logs(&runner, &to.join("flink-logs"));
+    }
     eprintln!(
         "kept in {} ({status:?}); handovers (W, to): {handovers:?}",
         to.display()
     );
+}
+
+/// Copies every `*.log` and `error.txt` under `from` to `to`, keeping the tree.
+fn copy_logs(from: &std::path::Path, to: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() {
+            copy_logs(&path, &to.join(&name));
+        } else if path.extension().is_some_and(|e| e == "log") || name == "error.txt" {
+            let _ = std::fs::create_dir_all(to);
+            let _ = std::fs::copy(&path, to.join(&name));
+        }
+    }
 }
 
 /// An upgrade to a script with an unwindowed GROUP BY: the incoming job is refused at its start,
@@ -150,6 +173,9 @@ async fn an_unchanged_sql_script_is_handed_over_exactly_once_and_a_refused_one_c
     let handovers = stack.promoted_handovers(NAME).await?;
     let report = sql::judge(&job, &records, &handovers, last)?;
     eprintln!("final: {} records written; {report}", records.len());
+    if !report.is_exactly_once_by_owner() {
+        keep(&job, &records, &handovers);
+    }
     ensure!(report.is_exactly_once_by_owner(), "{report}");
     ensure!(
         handovers.len() == 3,
