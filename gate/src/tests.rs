@@ -659,7 +659,7 @@ fn a_snapshot_becomes_the_applied_state_line() {
     let before = blue.snapshot().report(None, false);
     assert_eq!(
         before.to_string(),
-        "epoch= stage= active= watermark-stage=-1 toggle= floor= max-passed=-9223372036854775808 watermark=-9223372036854775808 idle=false"
+        "epoch= stage= active= watermark-stage=-1 toggle= floor= max-passed=-9223372036854775808 watermark=-9223372036854775808 idle=false color=BLUE"
     );
     shared
         .offer(floored(500, running(6, Color::Blue)))
@@ -675,7 +675,7 @@ fn a_snapshot_becomes_the_applied_state_line() {
     let report = blue.handle().snapshot().report(Some(995), false);
     assert_eq!(
         report.to_string(),
-        "epoch=7 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle=1000 floor=500 max-passed=998 watermark=995 idle=false"
+        "epoch=7 stage=TRANSITIONING active=GREEN watermark-stage=1 toggle=1000 floor=500 max-passed=998 watermark=995 idle=false color=BLUE"
     );
     assert!(report.acknowledges(7, W));
     assert!(!report.past(W));
