@@ -83,7 +83,7 @@ final class GateProcessFunctionTest {
         assertEquals(14L, blue.metrics.gauge(METRIC_MAX_PASSED), "blue max passed");
         assertEquals(3L, blue.metrics.gauge(METRIC_EPOCH), "epoch gauge");
         assertEquals(0, blue.metrics.gauge(METRIC_WATERMARK_STAGE), "watermark stage gauge");
-        assertEquals("epoch=3 stage=RUNNING active=BLUE watermark-stage=0 toggle= floor= max-passed=14 watermark=-9223372036854775808 idle=false",
+        assertEquals("epoch=3 stage=RUNNING active=BLUE watermark-stage=0 toggle= floor= max-passed=14 watermark=-9223372036854775808 idle=false color=BLUE",
                 blue.metrics.gauge(METRIC_APPLIED_STATE), "applied state line");
     }
 
