@@ -474,6 +474,29 @@ impl SqlLedgerReport {
         self.duplicates == 0 && self.losses == 0 && self.wrong_color == 0 && self.wrong_value == 0
     }
 
+    /// Counts the `n`-th emission of `what` (event time `t`) by `color`: a duplicate when it is
+    /// not the first, else a wrong color when another color owns `t`.
+    fn emitted(
+        &mut self,
+        n: u64,
+        t: i64,
+        color: Color,
+        handovers: &[(i64, Color)],
+        what: impl FnOnce() -> String,
+    ) {
+        let owner = owner(handovers, t);
+        if n > 1 {
+            self.duplicates += 1;
+            self.note(format!("{} emitted {n} times (now by {color})", what()));
+        } else if owner != color {
+            self.wrong_color += 1;
+            self.note(format!(
+                "{} (t = {t}) emitted by {color}, owned by {owner}",
+                what()
+            ));
+        }
+    }
+
     fn note(&mut self, what: String) {
         if self.examples.len() < 12 {
             self.examples.push(what);
@@ -639,19 +662,7 @@ fn judge_projected(
         }
         let n = seen.entry(id).or_default();
         *n += 1;
-        if *n > 1 {
-            report.duplicates += 1;
-            report.note(format!(
-                "projected: id {id} emitted {n} times (now by {color})"
-            ));
-        } else if owner(handovers, r.ts) != color {
-            report.wrong_color += 1;
-            report.note(format!(
-                "projected: id {id} (t = {}) emitted by {color}, owned by {}",
-                r.ts,
-                owner(handovers, r.ts)
-            ));
-        }
+        report.emitted(*n, r.ts, color, handovers, || format!("projected: id {id}"));
     }
     for r in input.iter().filter(|r| r.ts <= horizon) {
         if !seen.contains_key(&r.id) {
@@ -717,18 +728,9 @@ fn judge_windows(
         }
         let n = windows.entry((k, start, end)).or_default();
         *n += 1;
-        if *n > 1 {
-            report.duplicates += 1;
-            report.note(format!(
-                "{table}: window ({k}, {start}, {end}) emitted {n} times (now by {color})"
-            ));
-        } else if owner(handovers, time) != color {
-            report.wrong_color += 1;
-            report.note(format!(
-                "{table}: window ({k}, {start}, {end}) (t = {time}) emitted by {color}, owned by {}",
-                owner(handovers, time)
-            ));
-        }
+        report.emitted(*n, time, color, handovers, || {
+            format!("{table}: window ({k}, {start}, {end})")
+        });
     }
     for &(k, start, end) in expected.keys() {
         if end <= horizon - BOUND_MS - WINDOW_MS && !windows.contains_key(&(k, start, end)) {
@@ -786,19 +788,7 @@ fn judge_joined(
         }
         let n = seen.entry(id).or_default();
         *n += 1;
-        if *n > 1 {
-            report.duplicates += 1;
-            report.note(format!(
-                "joined: id {id} emitted {n} times (now by {color})"
-            ));
-        } else if owner(handovers, a.ts) != color {
-            report.wrong_color += 1;
-            report.note(format!(
-                "joined: id {id} (t = {}) emitted by {color}, owned by {}",
-                a.ts,
-                owner(handovers, a.ts)
-            ));
-        }
+        report.emitted(*n, a.ts, color, handovers, || format!("joined: id {id}"));
     }
     for a in input.iter().filter(|a| a.ts <= horizon) {
         if let Some(b) = pair(a)
