@@ -267,7 +267,7 @@ impl Planner<'_> {
 
     /// The incoming child; `None` (after starting the abort) when, before W is set, its job
     /// failed or its gates report the other color.
-    pub(super) fn incoming_unless_failed(&mut self) -> Option<ChildObs> {
+    pub(super) fn incoming_or_abort(&mut self) -> Option<ChildObs> {
         let incoming = self.incoming();
         let to = self.transition().to;
         if let Some(wrong) = incoming
@@ -291,7 +291,7 @@ impl Planner<'_> {
     pub(super) fn awaiting_incoming(&mut self, settings: &Settings, outgoing: &ChildObs) {
         let t = self.transition().clone();
         self.ensure_child(t.to, &t.template_hash, t.restore_path.clone());
-        let Some(incoming) = self.incoming_unless_failed() else {
+        let Some(incoming) = self.incoming_or_abort() else {
             return;
         };
         if !incoming.running() {
@@ -381,7 +381,7 @@ impl Planner<'_> {
     pub(super) fn confirming_toggle(&mut self, settings: &Settings, outgoing: &ChildObs) {
         let t = self.transition().clone();
         let w = t.toggle.expect("W is proposed in ConfirmingToggle");
-        let Some(incoming) = self.incoming_unless_failed() else {
+        let Some(incoming) = self.incoming_or_abort() else {
             return;
         };
         let ready_for = self.incoming_readiness(&incoming);
