@@ -312,6 +312,8 @@ pub struct WrongCount {
 /// The verdict over one output directory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileLedgerReport {
+    /// The one stream judged instead of part files ([`judge_lines`]: a topic, say), as named there.
+    pub stream: Option<String>,
     /// Committed part files read.
     pub files: usize,
     /// Files skipped: hidden (in-progress or pending, `.part-…`) or not named `part-*`.
@@ -366,13 +368,20 @@ fn list<T: fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
 impl fmt::Display for FileLedgerReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let per_color = list(self.lines.iter().map(|(c, n)| format!("{c} {n}")));
-        writeln!(
-            f,
-            "file ledger: {} part files ({} skipped), {} lines ({per_color})",
-            self.files,
-            self.skipped_files,
-            self.total_lines()
-        )?;
+        match &self.stream {
+            Some(stream) => writeln!(
+                f,
+                "ledger of {stream}: {} lines ({per_color})",
+                self.total_lines()
+            )?,
+            None => writeln!(
+                f,
+                "file ledger: {} part files ({} skipped), {} lines ({per_color})",
+                self.files,
+                self.skipped_files,
+                self.total_lines()
+            )?,
+        }
         write!(f, "  duplicates: {}", self.duplicates)?;
         if !self.duplicate_examples.is_empty() {
             let ex = self
@@ -551,7 +560,7 @@ pub fn read_dir(dir: &Path, expect: &Expectation) -> Result<FileLedgerReport, Er
 
 /// Judges output lines read from somewhere other than part files (a Kafka topic read by a
 /// `read_committed` consumer, say) against `expect`, exactly as [`read_dir`] judges the lines of
-/// its files. `source` names where they were read (the report's one "file"); a line that does not
+/// its files. `source` names where they were read (the report's [`stream`](FileLedgerReport::stream)); a line that does not
 /// parse is a [`FileDefect::BadLine`] of it. Lines of both colors are expected there, so
 /// [`FileDefect::MixedColors`] is never reported.
 pub fn judge_lines<'a>(
@@ -560,7 +569,7 @@ pub fn judge_lines<'a>(
     expect: &Expectation,
 ) -> FileLedgerReport {
     let mut report = FileLedgerReport {
-        files: 1,
+        stream: Some(source.display().to_string()),
         ..FileLedgerReport::default()
     };
     let mut seen: HashMap<RecordId, Seen> = HashMap::new();

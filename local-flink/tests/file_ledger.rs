@@ -117,6 +117,11 @@ fn lines_from_a_topic_are_judged_as_part_files_are() {
     assert_eq!(counts(&report), (0, 0, 0, 0, 0));
     assert!(report.is_exactly_once_by_owner());
     assert_eq!(report.total_lines(), u64::from(SPLITS) * OFFSETS);
+    let summary = report.to_string();
+    assert!(
+        summary.starts_with("ledger of topic out (read_committed): "),
+        "the summary names the topic, not part files: {summary}"
+    );
 
     // What a second writer with the same transactional ids could leave: records committed twice,
     // one lost, one written by the color that does not own it, and a line that is not one.
