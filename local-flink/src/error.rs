@@ -108,6 +108,19 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A Secret a pod template mounts as a volume cannot be given to the pod (see
+    /// [`secret_volume`](crate::secret_volume)); a kubelet keeps the pod in `ContainerCreating`.
+    #[error(
+        "Secret {namespace}/{secret}, mounted into the pod template, cannot be mounted: {reason}; create it (the controller writes it before it creates a child in another cluster)"
+    )]
+    SecretVolume {
+        /// The pod's namespace.
+        namespace: String,
+        /// The Secret.
+        secret: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A child process (the launcher JVM or the sidecar) could not be started.
     #[error("cannot start {program}: {source}")]
     Spawn {

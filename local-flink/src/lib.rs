@@ -6,6 +6,8 @@
 //! * [`real`]: real Flink 1.20 jobs, one JVM per deployment, with the real sidecar.
 //! * [`ledger`]: the oracle that counts duplicates, losses and wrong-color emissions of the
 //!   simulated jobs; [`file_ledger`]: the same for the part files of the example job.
+//! * [`secret_volume`]: a pod template's kubeconfig in a Secret volume, written to a directory as
+//!   a kubelet would.
 //! * [`Error`]: the crate's one error type.
 //!
 //! # The simulated Flink
@@ -30,6 +32,7 @@ pub mod crd;
 mod error;
 pub mod file_ledger;
 pub mod real;
+pub mod secret_volume;
 mod shell;
 mod sim;
 
