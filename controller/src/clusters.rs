@@ -16,6 +16,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::context::flink_deployment_resource;
 use crate::error::SpecError;
+use crate::observed::ClusterDown;
 use crate::resource::{ChildClusters, TargetCluster};
 
 /// How long connecting to a target cluster's API server may take.
@@ -59,9 +60,9 @@ impl Reaches {
 /// What resolving the clusters found unusable.
 #[derive(Debug, Default)]
 pub struct Unusable {
-    /// A cluster a child runs in (`status.clusters`) that cannot be used now, described: that
-    /// child is not looked for, and nothing is done until it can be used.
-    pub running: Option<String>,
+    /// The clusters children run in (`status.clusters`) that cannot be used now: those
+    /// children are not looked for.
+    pub running: Option<ClusterDown>,
     /// `spec.cluster` names a cluster that cannot be used: the spec is refused.
     pub target: Option<SpecError>,
 }
@@ -179,12 +180,14 @@ impl ClusterClients {
             match self.reach(home, namespace, target).await {
                 Ok(reach) => reaches.remote.push((target.clone(), reach)),
                 Err(e) => {
-                    unusable.running.get_or_insert_with(|| {
-                        format!(
-                            "the cluster the {color} job runs in (status.clusters.{}) cannot be used: {e}; nothing is done until it can",
+                    let down = unusable.running.get_or_insert_with(|| ClusterDown {
+                        colors: Vec::new(),
+                        why: format!(
+                            "the cluster the {color} job runs in (status.clusters.{}) cannot be used: {e}",
                             color.suffix()
-                        )
+                        ),
                     });
+                    down.colors.push(color);
                 }
             }
         }

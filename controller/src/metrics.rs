@@ -253,6 +253,7 @@ mod tests {
                 outgoing_ready: None,
                 outgoing_restart: None,
                 outgoing_gates: std::collections::BTreeMap::new(),
+                incoming_cluster_down_since: None,
             }),
             ..FlinkBlueGreenDeploymentStatus::default()
         }

@@ -131,8 +131,8 @@ pub async fn observe_deletion(
             &status.clusters,
         )
         .await;
-    if let Some(why) = unusable.running {
-        tracing::warn!(deployment = %name, %why, "deletion waits for a cluster");
+    if let Some(down) = unusable.running {
+        tracing::warn!(deployment = %name, why = %down.why, "deletion waits for a cluster");
     }
     let final_savepoint = fbgd
         .status

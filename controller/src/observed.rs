@@ -263,6 +263,15 @@ impl GateObs {
     }
 }
 
+/// Clusters children run in that could not be used at one observation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterDown {
+    /// The colors whose children run there and were not looked for.
+    pub colors: Vec<Color>,
+    /// Why, naming `status.clusters.<color>` (the first such cluster's).
+    pub why: String,
+}
+
 /// Everything `plan` needs for one resource.
 #[derive(Debug, Clone)]
 pub struct Observed {
@@ -275,9 +284,9 @@ pub struct Observed {
     /// What validating the resource found (its settings, what rendering its children uses), or
     /// why it is invalid.
     pub valid: Result<ValidSpec, SpecError>,
-    /// A cluster a child runs in (`status.clusters`) that could not be used, described: its
-    /// child was not looked for, so the plan does nothing until it can be used.
-    pub cluster_down: Option<String>,
+    /// The clusters children run in (`status.clusters`) that could not be used: their children
+    /// were not looked for, so nothing is decided about them until they can be used.
+    pub cluster_down: Option<ClusterDown>,
     /// Hash of `spec.template` without `job.state` (which is applied in place).
     pub template_hash: String,
     /// `spec.template.spec.job.initialSavepointPath`.

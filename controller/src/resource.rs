@@ -550,6 +550,10 @@ pub struct Transition {
     /// has neither acknowledged W nor passed it.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub outgoing_gates: std::collections::BTreeMap<String, u32>,
+    /// Before W is set: since when the incoming child's cluster (`status.clusters.<to>`) has
+    /// not been usable; the handover is aborted once that lasts `abortGracePeriod`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incoming_cluster_down_since: Option<MicroTime>,
 }
 
 /// A job seen with every task RUNNING: the start time of its tasks' current attempts and since

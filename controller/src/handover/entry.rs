@@ -262,6 +262,7 @@ impl Planner<'_> {
             outgoing_ready: None,
             outgoing_restart: None,
             outgoing_gates: std::collections::BTreeMap::new(),
+            incoming_cluster_down_since: None,
         }
     }
 }

@@ -19,7 +19,7 @@ use jiff::Timestamp;
 use crate::conditions::{self, ConditionType, Health, Reason};
 use crate::events::EventReason;
 use crate::names::ManualAction;
-use crate::observed::{ConfigMapObs, Observed};
+use crate::observed::{ClusterDown, ConfigMapObs, Observed};
 use crate::resource::{
     FlinkBlueGreenDeploymentStatus, MicroTime, Phase, Transition, TransitionRecord,
 };
@@ -59,14 +59,20 @@ pub fn plan(obs: &Observed) -> Plan {
         p.health.degraded(Reason::ConfigMapDiverged, reason);
         return p.finish(None);
     }
-    if let Some(why) = &obs.cluster_down {
-        // A child was not looked for: nothing is decided about it, nor forgotten.
-        p.degraded_with_event(
-            Reason::ClusterUnavailable,
-            EventReason::ClusterUnavailable,
-            why.clone(),
-        );
+    if let Some(down) = &obs.cluster_down {
         p.requeue = CLUSTER_RETRY;
+        let decided = obs
+            .valid
+            .as_ref()
+            .is_ok_and(|valid| p.incoming_cluster_down(&valid.settings, down));
+        if !decided {
+            // A child was not looked for: nothing is decided about it, nor forgotten.
+            p.degraded_with_event(
+                Reason::ClusterUnavailable,
+                EventReason::ClusterUnavailable,
+                format!("{}; nothing is done until it can", down.why),
+            );
+        }
         let desired = desired_configmap(&p.status, obs);
         return p.finish(desired);
     }
@@ -77,6 +83,7 @@ pub fn plan(obs: &Observed) -> Plan {
             Some(t) => {
                 // The steady state's watch of the gates starts afresh after the handover.
                 p.status.gates_trouble_since = None;
+                p.transition().incoming_cluster_down_since = None;
                 p.drive(&valid.settings, &t);
             }
         },

@@ -147,10 +147,16 @@ fn a_cluster_a_child_runs_in_that_cannot_be_used_stops_everything_and_forgets_no
         .set(Color::Green, Some(Box::new(east())));
     // Green was not looked for.
     obs.green = None;
-    obs.cluster_down = Some("the cluster the green job runs in cannot be used".into());
+    obs.cluster_down = Some(crate::observed::ClusterDown {
+        colors: vec![Color::Green],
+        why: "the cluster the green job runs in cannot be used".into(),
+    });
     let p = plan(&obs);
     assert!(p.actions.is_empty(), "{:?}", p.actions);
-    assert_eq!(p.status.transition, obs.status.transition);
+    // Only when it went away is recorded (for the abort after the grace, below).
+    let mut kept = obs.status.transition.clone().expect("handover");
+    kept.incoming_cluster_down_since = Some(time("2026-01-01T00:00:00Z"));
+    assert_eq!(p.status.transition, Some(kept));
     assert_eq!(p.status.clusters.of(Color::Green), Some(&east()));
     assert_eq!(
         condition(&p, ConditionType::Degraded),
@@ -166,4 +172,161 @@ fn a_cluster_a_child_runs_in_that_cannot_be_used_stops_everything_and_forgets_no
         ..obs
     };
     assert!(plan(&again).notes.is_empty());
+}
+
+/// A handover to green in east in `phase` (W 70 000 proposed unless `Deploying`), east not
+/// answering: green was not looked for.
+fn green_in_east_unseen(phase: Phase) -> Observed {
+    let toggle = (phase != Phase::Deploying).then_some(crate::fixtures::W);
+    let mut obs = handover(phase, toggle);
+    obs.status
+        .clusters
+        .set(Color::Green, Some(Box::new(east())));
+    obs.green = None;
+    obs.cluster_down = Some(crate::observed::ClusterDown {
+        colors: vec![Color::Green],
+        why: "the cluster the green job runs in (status.clusters.green) cannot be used: the cluster at https://east is not reachable".into(),
+    });
+    obs
+}
+
+/// `obs` after `p`: its status written, its ConfigMap write applied, at `now`.
+fn after(obs: Observed, p: &super::super::Plan, now: &str) -> Observed {
+    let mut next = at(obs, now);
+    next.status = p.status.clone();
+    for action in &p.actions {
+        if let Action::WriteConfigMap(state) = action {
+            next.configmap = ConfigMapObs::Valid(*state);
+        }
+    }
+    next
+}
+
+#[test]
+fn an_incoming_cluster_unusable_before_w_aborts_after_the_grace_and_blue_keeps_everything() {
+    for phase in [Phase::Deploying, Phase::ConfirmingToggle] {
+        // Within abortGracePeriod (10m): nothing is done, the time it went away is recorded.
+        let obs = green_in_east_unseen(phase);
+        let toggle = obs.status.transition.as_ref().and_then(|t| t.toggle);
+        let p = plan(&obs);
+        assert!(p.actions.is_empty(), "{phase:?}: {:?}", p.actions);
+        assert_eq!(transition(&p).phase, phase);
+        assert_eq!(
+            transition(&p).incoming_cluster_down_since,
+            Some(time("2026-01-01T00:00:00Z"))
+        );
+        let (_, reason, message) = condition_message(&p, ConditionType::Degraded);
+        assert_eq!(reason, "ClusterUnavailable");
+        assert!(message.contains("abortGracePeriod"), "{message}");
+        assert_eq!(
+            p.notes.iter().map(|n| n.reason).collect::<Vec<_>>(),
+            [EventReason::ClusterUnavailable]
+        );
+        let p = plan(&after(obs.clone(), &p, "2026-01-01T00:09:00Z"));
+        assert!(p.actions.is_empty(), "{phase:?}: {:?}", p.actions);
+        assert!(p.notes.is_empty(), "said once: {:?}", p.notes);
+
+        // Past the grace: aborted. Blue passes everything (FAILING), green, unseen, is not
+        // taken for gone.
+        let p = plan(&after(obs.clone(), &p, "2026-01-01T00:10:01Z"));
+        assert_eq!(transition(&p).phase, Phase::Aborting, "{phase:?}");
+        assert_eq!(
+            p.actions,
+            [write_configmap(
+                1,
+                Stage::Failing,
+                Color::Green,
+                toggle.map_or(Toggle::NotSet, Toggle::Proposed)
+            )]
+        );
+        assert_eq!(p.status.failed_template_hash.as_deref(), Some("h2"));
+        assert_eq!(p.status.clusters.of(Color::Green), Some(&east()));
+        assert_eq!(
+            condition(&p, ConditionType::Degraded),
+            ("True", "ClusterUnavailable")
+        );
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n.reason == EventReason::HandoverAborting),
+            "{:?}",
+            p.notes
+        );
+
+        // Still unusable: the abort waits, recorded (a restarted controller resumes it).
+        let aborting = after(obs.clone(), &p, "2026-01-01T01:00:00Z");
+        let p = plan(&aborting);
+        assert!(p.actions.is_empty(), "{:?}", p.actions);
+        assert_eq!(transition(&p).phase, Phase::Aborting);
+
+        // East answers: green is deleted there, then the abort completes, blue RUNNING.
+        let mut back = after(aborting, &p, "2026-01-01T01:00:10Z");
+        back.cluster_down = None;
+        back.green = Some(running("h2", 1, 0, None, i64::MIN));
+        let p = plan(&back);
+        assert_eq!(p.actions, [Action::DeleteChild(Color::Green)]);
+        let mut gone = after(back, &p, "2026-01-01T01:00:20Z");
+        gone.green = None;
+        let p = plan(&gone);
+        assert!(p.status.transition.is_none());
+        assert_eq!(p.status.active_color, Some(Color::Blue));
+        assert_eq!(p.status.clusters.of(Color::Green), None);
+        assert_eq!(
+            p.status.history.last().map(|h| h.outcome),
+            Some(Outcome::Aborted)
+        );
+        assert!(
+            p.actions.iter().any(|a| matches!(
+                a,
+                Action::WriteConfigMap(s) if s.stage == Stage::Running && s.active == Color::Blue
+            )),
+            "{:?}",
+            p.actions
+        );
+    }
+}
+
+#[test]
+fn an_incoming_cluster_that_answers_again_within_the_grace_restarts_the_count() {
+    let obs = green_in_east_unseen(Phase::Deploying);
+    let p = plan(&obs);
+    let mut back = after(obs.clone(), &p, "2026-01-01T00:09:00Z");
+    back.cluster_down = None;
+    back.green = Some(running("h2", 1, 0, None, i64::MIN));
+    let p = plan(&back);
+    assert_eq!(transition(&p).incoming_cluster_down_since, None);
+    // Away again: counted from now, not aborted a minute later.
+    let p = plan(&after(obs, &p, "2026-01-01T00:10:01Z"));
+    assert_eq!(transition(&p).phase, Phase::Deploying);
+    assert_eq!(
+        transition(&p).incoming_cluster_down_since,
+        Some(time("2026-01-01T00:10:01Z"))
+    );
+}
+
+#[test]
+fn a_cluster_unusable_after_w_or_for_the_outgoing_job_is_waited_for_never_aborted() {
+    // After W: the outgoing job has dropped what is above W; only forward.
+    let obs = at(
+        green_in_east_unseen(Phase::ToggleSet),
+        "2026-01-02T00:00:00Z",
+    );
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(p.status.transition, obs.status.transition);
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "ClusterUnavailable")
+    );
+    // The outgoing job's cluster (or both): nothing can be decided.
+    let mut obs = at(
+        green_in_east_unseen(Phase::Deploying),
+        "2026-01-02T00:00:00Z",
+    );
+    obs.status.clusters.set(Color::Blue, Some(Box::new(east())));
+    obs.cluster_down.as_mut().expect("down").colors = vec![Color::Blue, Color::Green];
+    obs.blue = None;
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(p.status.transition, obs.status.transition);
 }

@@ -92,6 +92,7 @@ fn an_abort_keeps_the_floor() {
         outgoing_ready: None,
         outgoing_restart: None,
         outgoing_gates: std::collections::BTreeMap::new(),
+        incoming_cluster_down_since: None,
     });
     obs.status.epoch = 2;
     obs.configmap = ConfigMapObs::Valid(CoordinationState {

@@ -134,6 +134,7 @@ fn handover(phase: Phase, toggle: Option<i64>) -> Observed {
         }),
         outgoing_restart: None,
         outgoing_gates: std::collections::BTreeMap::new(),
+        incoming_cluster_down_since: None,
     });
     if let (Phase::ClearToTeardown | Phase::TearingDown, Some(w)) = (phase, toggle) {
         // Promoted: blue's gates applied W and its watermark passed it.
