@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod calls;
+pub mod cross_cluster;
 pub mod kafka;
 pub mod real;
 pub mod reliability;

@@ -321,15 +321,7 @@ impl LocalStack {
             NAMESPACE,
             format!("{name}-{}", color.suffix()),
         ));
-        let jobs: Value = reqwest::get(format!("{base}/jobs")).await?.json().await?;
-        let id = jobs["jobs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|j| j["status"] == JobStatus::Running.as_str())
-            .and_then(|j| j["id"].as_str())
-            .with_context(|| format!("no RUNNING job at {base}/jobs: {jobs}"))?
-            .to_owned();
+        let id = running_job_id(&base).await?;
         Ok((base, id))
     }
 
@@ -337,27 +329,7 @@ impl LocalStack {
     /// completed, so that everything the job read is committed.
     pub async fn commit_active(&self, name: &str) -> anyhow::Result<()> {
         let (base, id) = self.active_job(name).await?;
-        let http = reqwest::Client::new();
-        let url = format!("{base}/jobs/{id}/checkpoints");
-        let completed = |v: &Value| v["counts"]["completed"].as_u64().unwrap_or(0);
-        let before: Value = http.get(&url).send().await?.json().await?;
-        let answer = http.post(&url).json(&json!({})).send().await?;
-        ensure!(
-            answer.status().is_success(),
-            "checkpoint trigger at {url}: {}",
-            answer.text().await?
-        );
-        let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
-        loop {
-            let now: Value = http.get(&url).send().await?.json().await?;
-            if completed(&now) > completed(&before) {
-                return Ok(());
-            }
-            if tokio::time::Instant::now() > deadline {
-                bail!("the triggered checkpoint did not complete: {now}");
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        commit_checkpoint(&base, &id).await
     }
 
     /// The file ledger of `output`, judged by the promoted handovers in `name`'s status (blue
@@ -376,6 +348,45 @@ impl LocalStack {
             expect = expect.without_count_check();
         }
         Ok(file_ledger::read_dir(output, &expect)?)
+    }
+}
+
+/// The id of the RUNNING job at `base`, a job's Flink REST base URL.
+pub async fn running_job_id(base: &str) -> anyhow::Result<String> {
+    let jobs: Value = reqwest::get(format!("{base}/jobs")).await?.json().await?;
+    Ok(jobs["jobs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|j| j["status"] == JobStatus::Running.as_str())
+        .and_then(|j| j["id"].as_str())
+        .with_context(|| format!("no RUNNING job at {base}/jobs: {jobs}"))?
+        .to_owned())
+}
+
+/// Triggers a checkpoint of job `id` at `base` (its Flink REST base URL) and waits until it
+/// completed, so that everything the job read is committed.
+pub async fn commit_checkpoint(base: &str, id: &str) -> anyhow::Result<()> {
+    let http = reqwest::Client::new();
+    let url = format!("{base}/jobs/{id}/checkpoints");
+    let completed = |v: &Value| v["counts"]["completed"].as_u64().unwrap_or(0);
+    let before: Value = http.get(&url).send().await?.json().await?;
+    let answer = http.post(&url).json(&json!({})).send().await?;
+    ensure!(
+        answer.status().is_success(),
+        "checkpoint trigger at {url}: {}",
+        answer.text().await?
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
+    loop {
+        let now: Value = http.get(&url).send().await?.json().await?;
+        if completed(&now) > completed(&before) {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("the triggered checkpoint did not complete: {now}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

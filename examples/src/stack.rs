@@ -84,16 +84,11 @@ impl LocalStack {
             )
             .with_test_writer()
             .try_init();
-        let server = LocalApiServer::start(Options {
+        let server = start_server(Options {
             data_dir: options.data_dir,
             ..Options::default()
         })
-        .await
-        .context("start the local Kubernetes API server")?;
-        install_flink_deployment_crd(&server).context("install the FlinkDeployment CRD")?;
-        server
-            .apply_object(&FlinkBlueGreenDeployment::crd())
-            .context("install the FlinkBlueGreenDeployment CRD")?;
+        .await?;
         let client = server.client();
         let real = options.real_flink.is_some();
         let flink = LocalFlink::start(
@@ -362,6 +357,18 @@ impl LocalStack {
         }
         self.server.shutdown().await;
     }
+}
+
+/// Starts a local API server with the FlinkDeployment and FlinkBlueGreenDeployment CRDs.
+pub async fn start_server(options: Options) -> anyhow::Result<LocalApiServer> {
+    let server = LocalApiServer::start(options)
+        .await
+        .context("start the local Kubernetes API server")?;
+    install_flink_deployment_crd(&server).context("install the FlinkDeployment CRD")?;
+    server
+        .apply_object(&FlinkBlueGreenDeployment::crd())
+        .context("install the FlinkBlueGreenDeployment CRD")?;
+    Ok(server)
 }
 
 /// The ledger's verdict on what the active job of `fbgd` and its predecessors emitted, judged by
