@@ -56,6 +56,24 @@ pub struct Placement {
     pub remote: Vec<String>,
 }
 
+impl std::fmt::Display for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |names: &[String]| {
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        };
+        write!(
+            f,
+            "FlinkDeployments in A: {}; in B: {}",
+            list(&self.home),
+            list(&self.remote)
+        )
+    }
+}
+
 /// The two clusters, their runners and the controller against A.
 pub struct CrossClusterStack {
     /// Cluster A: the local stack on real Flink, with the controller running.
