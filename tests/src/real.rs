@@ -64,6 +64,26 @@ impl Bed {
         self.work.path().join(name)
     }
 
+    /// The lines of the Flink logs of `color`'s jobs of the deployment `orders` (every run) that
+    /// contain one of `needles`.
+    pub fn flink_log_lines(&self, color: Color, needles: &[&str]) -> anyhow::Result<Vec<String>> {
+        let dir = self
+            .output("flink")
+            .join(bluegreen_examples::NAMESPACE)
+            .join(format!("orders-{}", color.suffix()));
+        let mut out = Vec::new();
+        for run in std::fs::read_dir(&dir).with_context(|| dir.display().to_string())? {
+            let log = run?.path().join("flink.log");
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            out.extend(
+                text.lines()
+                    .filter(|l| needles.iter().any(|n| l.contains(n)))
+                    .map(str::to_owned),
+            );
+        }
+        Ok(out)
+    }
+
     /// Creates `name` running `job` (on the Flink line of its `flink_version`) and waits until
     /// blue runs it.
     pub async fn deploy(&self, name: &str, job: &ExampleJob) -> anyhow::Result<()> {

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail, ensure};
+use anyhow::ensure;
 use bluegreen_controller::resource::{Outcome, RestoreFrom, TransitionRecord};
 use bluegreen_e2e::kafka::ledger::{KEYS, read_committed_report};
 use bluegreen_e2e::kafka::{self, KafkaBroker, LagWatch, aborted_lines, now_ms};
@@ -59,26 +59,15 @@ struct HandoverLag {
     caught_up_after: Duration,
 }
 
-/// Measures the handover's lag from `watch`; waits up to [`LAG_BOUND`] for the catch-up (a
-/// transaction left open is an error naming the partitions it holds back).
+/// Measures the handover's lag from `watch`; waits up to [`LAG_BOUND`] for the catch-up.
 async fn handover_lag(watch: &LagWatch, from_ms: u64, to_ms: u64) -> anyhow::Result<HandoverLag> {
-    let deadline = tokio::time::Instant::now() + LAG_BOUND;
-    loop {
-        if let Some(at) = watch.caught_up(to_ms)? {
-            return Ok(HandoverLag {
-                peak: watch.peak(from_ms, to_ms)?,
-                caught_up_after: Duration::from_millis(at - to_ms),
-            });
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!(
-                "a transaction stays open: {LAG_BOUND:?} after the checkpoint, the last stable offsets {:?} \
-                 are still below the high watermarks at the end of the handover",
-                watch.last()?
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    let at = watch
+        .wait_caught_up(to_ms, now_ms() + u64::try_from(LAG_BOUND.as_millis())?)
+        .await?;
+    Ok(HandoverLag {
+        peak: watch.peak(from_ms, to_ms)?,
+        caught_up_after: Duration::from_millis(at - to_ms),
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,7 +129,7 @@ async fn kafka_in_kafka_out_exactly_once_through_five_real_upgrades_read_committ
     // Per-color prefixes: no producer of either color was ever fenced (the shared-prefix test is
     // the opposite case).
     for &color in Color::ALL {
-        let fenced = log_lines(&bed, color, &FENCED)?;
+        let fenced = bed.flink_log_lines(color, &FENCED)?;
         ensure!(
             fenced.is_empty(),
             "{color} was fenced: {:?}",
@@ -290,25 +279,6 @@ async fn an_incoming_job_failing_before_w_is_aborted_and_nothing_of_it_is_read_c
 /// What a fenced Kafka producer logs (the writer's failed send, the committer's failed commit).
 const FENCED: [&str; 2] = ["ProducerFencedException", "InvalidProducerEpochException"];
 
-/// The lines of the Flink logs of `color`'s jobs (every run) that contain one of `needles`.
-fn log_lines(bed: &Bed, color: Color, needles: &[&str]) -> anyhow::Result<Vec<String>> {
-    let dir = bed
-        .output("flink")
-        .join(bluegreen_examples::NAMESPACE)
-        .join(format!("orders-{}", color.suffix()));
-    let mut out = Vec::new();
-    for run in std::fs::read_dir(&dir).with_context(|| dir.display().to_string())? {
-        let log = run?.path().join("flink.log");
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        out.extend(
-            text.lines()
-                .filter(|l| needles.iter().any(|n| l.contains(n)))
-                .map(str::to_owned),
-        );
-    }
-    Ok(out)
-}
-
 /// One prefix for both colors, one upgrade 2 → 3. `BlueGreenSinks.sinkTo` refuses such a
 /// `KafkaSink` when the job is built (`KafkaSinkCheckTest`); `--transactional-id-prefix
 /// shared-unchecked` places the gate before the unwrapped sink to show why: green's writers,
@@ -347,8 +317,8 @@ async fn a_shared_transactional_id_prefix_fences_the_outgoing_job_on_real_kafka(
     let uncommitted = kafka.read("out", "read_uncommitted").await?;
     let aborted = aborted_lines(&committed, &uncommitted);
     let (blue, green) = (
-        log_lines(&bed, Color::Blue, &FENCED)?,
-        log_lines(&bed, Color::Green, &FENCED)?,
+        bed.flink_log_lines(Color::Blue, &FENCED)?,
+        bed.flink_log_lines(Color::Green, &FENCED)?,
     );
     eprintln!(
         "shared prefix: blue logged {} fencing lines, green {}; {} records written and aborted\n\

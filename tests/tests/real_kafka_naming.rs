@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, ensure};
+use anyhow::ensure;
 use bluegreen_e2e::kafka::{self, LagWatch, ledger::read_committed_report, now_ms};
 use bluegreen_e2e::real::{Bed, upgrade_step};
 use bluegreen_examples::real::{ExampleJob, FLINK2_SPEC_VERSION};
@@ -120,7 +120,7 @@ async fn handover_leaves_no_transaction_open(naming: &str) -> anyhow::Result<()>
     broker.stop_producers();
     let horizons = broker.end_offsets("in").await?;
     let report = read_committed_report(stack, &broker, "orders", "out", &horizons).await?;
-    let listed = log_lines(&bed, Color::Green, &[LISTED])?;
+    let listed = bed.flink_log_lines(Color::Green, &[LISTED])?;
     eprintln!(
         "{naming}, every input record ({horizons:?}), read_committed:\n{report}\n\
          green's writers listed: {listed:?}\nwhole test {:?}",
@@ -140,7 +140,7 @@ async fn handover_leaves_no_transaction_open(naming: &str) -> anyhow::Result<()>
         listed.len()
     );
     for &color in Color::ALL {
-        let fenced = log_lines(&bed, color, &FENCED)?;
+        let fenced = bed.flink_log_lines(color, &FENCED)?;
         ensure!(
             fenced.is_empty(),
             "{color} was fenced: {:?}",
@@ -155,45 +155,12 @@ async fn handover_leaves_no_transaction_open(naming: &str) -> anyhow::Result<()>
 /// The lag around the handover from `from_ms` to `to_ms` (blue steady since `steady_ms`); an error when a partition's last stable
 /// offset has not reached its high watermark at `to_ms` within [`LAG_BOUND`] of it.
 async fn lag(watch: &LagWatch, steady_ms: u64, from_ms: u64, to_ms: u64) -> anyhow::Result<Lag> {
-    let deadline = to_ms + u64::try_from(LAG_BOUND.as_millis())?;
-    loop {
-        if let Some(at) = watch.caught_up(to_ms)? {
-            ensure!(
-                at <= deadline,
-                "the lag came back {} ms after the handover, more than {LAG_BOUND:?}",
-                at - to_ms
-            );
-            return Ok(Lag {
-                before: watch.peak(steady_ms, from_ms)?,
-                during: watch.peak(from_ms, to_ms)?,
-                caught_up_after: Duration::from_millis(at - to_ms),
-            });
-        }
-        ensure!(
-            now_ms() <= deadline,
-            "a transaction stays open: {LAG_BOUND:?} after the handover, the last stable offsets \
-             {:?} are still below the high watermarks at its end",
-            watch.last()?
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
-/// The lines of the Flink logs of `color`'s jobs (every run) that contain one of `needles`.
-fn log_lines(bed: &Bed, color: Color, needles: &[&str]) -> anyhow::Result<Vec<String>> {
-    let dir = bed
-        .output("flink")
-        .join(bluegreen_examples::NAMESPACE)
-        .join(format!("orders-{}", color.suffix()));
-    let mut out = Vec::new();
-    for run in std::fs::read_dir(&dir).with_context(|| dir.display().to_string())? {
-        let log = run?.path().join("flink.log");
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        out.extend(
-            text.lines()
-                .filter(|l| needles.iter().any(|n| l.contains(n)))
-                .map(str::to_owned),
-        );
-    }
-    Ok(out)
+    let at = watch
+        .wait_caught_up(to_ms, to_ms + u64::try_from(LAG_BOUND.as_millis())?)
+        .await?;
+    Ok(Lag {
+        before: watch.peak(steady_ms, from_ms)?,
+        during: watch.peak(from_ms, to_ms)?,
+        caught_up_after: Duration::from_millis(at - to_ms),
+    })
 }

@@ -106,6 +106,33 @@ impl LagWatch {
         caught_up(&self.samples()?, at_ms)
     }
 
+    /// Waits (sampling every 500 ms) until [`caught_up`](Self::caught_up) at `at_ms` and returns
+    /// when that was (epoch ms); an error naming the last stable offsets still behind when
+    /// `deadline_ms` (epoch ms) passes first: a transaction left open by a writer that is gone holds
+    /// them back until `transaction.timeout.ms`.
+    pub async fn wait_caught_up(&self, at_ms: u64, deadline_ms: u64) -> anyhow::Result<u64> {
+        loop {
+            if let Some(at) = self.caught_up(at_ms)? {
+                if at > deadline_ms {
+                    bail!(
+                        "the last stable offsets reached the high watermarks of {at_ms} only at \
+                         {at}, {} ms after the deadline",
+                        at - deadline_ms
+                    );
+                }
+                return Ok(at);
+            }
+            if super::now_ms() > deadline_ms {
+                bail!(
+                    "a transaction stays open: at the deadline the last stable offsets {:?} are \
+                     still below the high watermarks of {at_ms}",
+                    self.last()?
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
     /// The last sampling, every partition (empty before the first).
     pub fn last(&self) -> anyhow::Result<Vec<LagSample>> {
         Ok(by_time(&self.samples()?)
