@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::Shared;
 use super::flink_rest::{CompletedCheckpoint, FlinkRest};
-use super::process::{JobProcess, Launch, next_run};
+use super::process::{JobProcess, Launch, SecretVolume, next_run, run_dir};
 use super::spec::{DeploymentSpec, JobSpec, JobStateSpec, UpgradeMode, deployable};
 use crate::shell::{Clock, Deployment, JmStatus, Job, WallClock};
 use crate::{DeploymentRef, Error};
@@ -30,6 +30,17 @@ pub(super) struct RealDeployment {
     /// When the current run was started (for the start-up timeout).
     started: Option<Instant>,
     run: u32,
+    /// A start that waits for a Secret its pod template mounts.
+    waiting: Option<WaitingStart>,
+}
+
+/// A start held back, as a kubelet holds a pod in `ContainerCreating` while a Secret it mounts
+/// is missing; tried again every [`RealDeployment::RETRY_MS`].
+struct WaitingStart {
+    spec: DeploymentSpec,
+    job: JobSpec,
+    raw: Value,
+    from: Option<String>,
 }
 
 /// A fresh 32-hex-digit Flink job id.
@@ -89,7 +100,7 @@ impl Job for RealDeployment {
             self.restore_point.clone_from(&job.initial_savepoint_path);
             if wants_running {
                 let from = self.restore_point.clone();
-                self.deploy(d, &spec, &job, raw, from);
+                self.deploy(d, &spec, &job, raw, from).await;
             } else {
                 self.mark_suspended(d, raw);
             }
@@ -119,7 +130,7 @@ impl Job for RealDeployment {
             };
             self.reconciled = Some(wanted);
             self.nonce = job.savepoint_redeploy_nonce;
-            self.deploy(d, &spec, &job, raw, from);
+            self.deploy(d, &spec, &job, raw, from).await;
             return Ok(());
         }
         if previous == wanted {
@@ -147,21 +158,31 @@ impl Job for RealDeployment {
         tracing::info!(deployment = %d.key, ?mode, from = ?from, "upgrading");
         self.reconciled = Some(wanted);
         self.nonce = job.savepoint_redeploy_nonce;
-        self.deploy(d, &spec, &job, raw, from);
+        self.deploy(d, &spec, &job, raw, from).await;
         Ok(())
     }
 
-    /// The next poll of a live job (none while no JVM runs).
+    /// The next poll of a live job, or the next try of a start that waits for a Secret (none
+    /// while neither).
     async fn wake(&mut self, d: &Deployment) {
         if self.shared.rest_port(&d.key).is_some() {
             tokio::time::sleep(self.shared.options.poll_interval).await;
+        } else if self.waiting.is_some() {
+            tokio::time::sleep(std::time::Duration::from_millis(
+                Self::RETRY_MS.unsigned_abs(),
+            ))
+            .await;
         } else {
             std::future::pending::<()>().await;
         }
     }
 
-    /// A poll needs nothing more than [`Job::observe`].
-    async fn on_wake(&mut self, _d: &mut Deployment) {}
+    /// Tries a waiting start again; a poll needs nothing more than [`Job::observe`].
+    async fn on_wake(&mut self, d: &mut Deployment) {
+        if let Some(w) = self.waiting.take() {
+            self.deploy(d, &w.spec, &w.job, w.raw, w.from).await;
+        }
+    }
 
     /// Follows the running job through its REST API and notices a dead JVM.
     async fn observe(&mut self, d: &mut Deployment) {
@@ -274,6 +295,7 @@ impl RealDeployment {
             last_checkpoint: None,
             started: None,
             run: 0,
+            waiting: None,
         }
     }
 
@@ -294,6 +316,7 @@ impl RealDeployment {
 
     fn mark_suspended(&mut self, d: &mut Deployment, raw: Value) {
         self.suspended = true;
+        self.waiting = None;
         d.status.lifecycle = LifecycleState::Suspended;
         d.status.jm = JmStatus::Missing;
         d.status.job_state = Some(JobStatus::Suspended);
@@ -318,6 +341,7 @@ impl RealDeployment {
         d: &mut Deployment,
         mode: UpgradeMode,
     ) -> Result<Option<String>, Error> {
+        self.waiting = None;
         let timeout = self.shared.options.operation_timeout;
         let live = self
             .rest(&d.key)
@@ -361,7 +385,7 @@ impl RealDeployment {
         Ok(path)
     }
 
-    fn deploy(
+    async fn deploy(
         &mut self,
         d: &mut Deployment,
         spec: &DeploymentSpec,
@@ -369,12 +393,13 @@ impl RealDeployment {
         raw: Value,
         from: Option<String>,
     ) {
+        self.waiting = None;
         self.kill(&d.key);
         let dir = self.shared.deployment_dir(&d.key);
         self.run = next_run(&dir, self.run);
         self.last_checkpoint = None;
         let job_id = new_job_id(self.run);
-        d.status.reconciled_spec = Some(raw);
+        d.status.reconciled_spec = Some(raw.clone());
         d.status.upgrading = false;
         d.status.error = None;
         d.status.start_time_ms = None;
@@ -394,6 +419,35 @@ impl RealDeployment {
                 return;
             }
         };
+        let volume = match spec.sidecar_kubeconfig() {
+            None => None,
+            Some(mount) => {
+                let client = &self.shared.client;
+                match SecretVolume::mount(
+                    client,
+                    &d.key.namespace,
+                    &mount,
+                    &run_dir(&dir, self.run),
+                )
+                .await
+                {
+                    Ok(volume) => Some(volume),
+                    Err(e) => {
+                        tracing::warn!(deployment = %d.key, error = %e, "the sidecar's Secret volume cannot be mounted; the job starts once it can");
+                        self.waiting = Some(WaitingStart {
+                            spec: spec.clone(),
+                            job: job.clone(),
+                            raw,
+                            from: self.restore_point.clone(),
+                        });
+                        d.status.lifecycle = LifecycleState::Deployed;
+                        d.status.jm = JmStatus::Deploying;
+                        d.status.job_state = Some(JobStatus::Reconciling);
+                        return;
+                    }
+                }
+            }
+        };
         let launch = Launch {
             namespace: &d.key.namespace,
             line,
@@ -404,7 +458,7 @@ impl RealDeployment {
             dir: &dir,
             run: self.run,
         };
-        match JobProcess::spawn(&self.shared.options, &launch) {
+        match JobProcess::spawn(&self.shared.options, &launch, volume) {
             Ok(process) => {
                 tracing::info!(deployment = %d.key, %job_id, pid = process.pid(), rest_port = process.rest_port, from = ?self.restore_point, "job process started");
                 self.shared.processes().insert(d.key.clone(), process);

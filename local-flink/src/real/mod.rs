@@ -47,7 +47,10 @@ pub struct RealFlinkOptions {
     pub sidecar_binary: Option<PathBuf>,
     /// Checkpoints, savepoints, logs and per-run files, under `<namespace>/<name>/`.
     pub work_dir: PathBuf,
-    /// The kubeconfig the sidecars use (`LocalApiServer::kubeconfig_yaml()`).
+    /// The kubeconfig the sidecars use (`LocalApiServer::kubeconfig_yaml()`), unless the
+    /// TaskManager pod template mounts one from a Secret for the sidecar's `KUBECONFIG`
+    /// ([`secret_volume`](crate::secret_volume)): that Secret, read from the runner's API server,
+    /// is written under the run's directory as a kubelet would, and rewritten every few seconds.
     pub kubeconfig_yaml: String,
     /// The `java` executable (default `java`, from `PATH`).
     pub java: PathBuf,
@@ -111,12 +114,22 @@ impl RealFlinkOptions {
 }
 
 /// State shared by the watch, the actors and the proxy.
-#[derive(Debug)]
 pub(crate) struct Shared {
     options: RealFlinkOptions,
     http: reqwest::Client,
+    /// A client of the runner's own API server (the Secrets a pod template mounts).
+    client: kube::Client,
     /// The processes of every deployment that has some.
     processes: Mutex<BTreeMap<DeploymentRef, JobProcess>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("options", &self.options)
+            .field("processes", &self.processes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Shared {
@@ -159,6 +172,7 @@ impl RealFlink {
         })?;
         let shared = Arc::new(Shared {
             http: reqwest::Client::new(),
+            client: client.clone(),
             processes: Mutex::default(),
             options,
         });

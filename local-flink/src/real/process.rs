@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use bluegreen_protocol::wire::env;
 
@@ -13,6 +14,11 @@ use super::ports::free_port;
 use super::spec::DeploymentSpec;
 use super::{FlinkLine, RealFlinkOptions};
 use crate::Error;
+use crate::secret_volume::{self, SecretMount};
+
+/// How often a Secret volume is written again while its job runs (a rotated token reaches the
+/// sidecar within this).
+const SECRET_REFRESH: Duration = Duration::from_secs(3);
 
 /// Environment variables a pod's own env must not inherit from the runner's process.
 const POD_ENV: [&str; 4] = [env::COLOR, env::CONFIGMAP, env::NAMESPACE, env::SIDECAR_URL];
@@ -109,6 +115,58 @@ fn write_if_changed(path: &Path, text: &str) -> Result<(), Error> {
     fs::rename(&tmp, path).map_err(io_error("writing", path))
 }
 
+/// The directory of run `run` under a deployment's directory `dir`.
+pub(crate) fn run_dir(dir: &Path, run: u32) -> PathBuf {
+    dir.join(format!("run-{run}"))
+}
+
+/// A Secret the TaskManager pod template mounts for the sidecar's kubeconfig, written under the
+/// run's directory as a kubelet fills a Secret volume, and rewritten every [`SECRET_REFRESH`]
+/// until dropped.
+#[derive(Debug)]
+pub(crate) struct SecretVolume {
+    /// The file the sidecar's `KUBECONFIG` names.
+    kubeconfig: PathBuf,
+    refresh: tokio::task::AbortHandle,
+}
+
+impl SecretVolume {
+    /// Writes the Secret `mount` names, read through `client` from `namespace`, into
+    /// `run_dir/volumes/<secret>`. A missing Secret or key is an error: the pod does not start.
+    pub async fn mount(
+        client: &kube::Client,
+        namespace: &str,
+        mount: &SecretMount,
+        run_dir: &Path,
+    ) -> Result<Self, Error> {
+        let dir = run_dir.join("volumes").join(&mount.secret);
+        secret_volume::materialize(client, namespace, mount, &dir).await?;
+        let kubeconfig = dir.join(&mount.file);
+        let (client, namespace, mount) = (client.clone(), namespace.to_owned(), mount.clone());
+        let refresh = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(SECRET_REFRESH).await;
+                if let Err(error) =
+                    secret_volume::materialize(&client, &namespace, &mount, &dir).await
+                {
+                    tracing::warn!(%error, secret = %mount.secret, "cannot refresh a Secret volume; its files stay as they were");
+                }
+            }
+        })
+        .abort_handle();
+        Ok(Self {
+            kubeconfig,
+            refresh,
+        })
+    }
+}
+
+impl Drop for SecretVolume {
+    fn drop(&mut self) {
+        self.refresh.abort();
+    }
+}
+
 /// What a deployment's run needs to know to start its processes.
 #[derive(Debug)]
 pub(crate) struct Launch<'a> {
@@ -137,6 +195,8 @@ pub(crate) struct JobProcess {
     /// The Flink job id the launcher submits the job under.
     pub job_id: String,
     run_dir: PathBuf,
+    /// The sidecar's kubeconfig volume, kept fresh while the processes run.
+    _volume: Option<SecretVolume>,
 }
 
 fn io_error(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
@@ -176,9 +236,14 @@ pub(crate) fn file_uri(path: &Path) -> String {
 
 impl JobProcess {
     /// Starts the sidecar (when the options name its binary and the main container's env names
-    /// a ConfigMap) and the launcher JVM.
-    pub fn spawn(options: &RealFlinkOptions, launch: &Launch<'_>) -> Result<Self, Error> {
-        let run_dir = launch.dir.join(format!("run-{}", launch.run));
+    /// a ConfigMap; its `KUBECONFIG` the file in `volume`, else the runner's) and the launcher
+    /// JVM.
+    pub fn spawn(
+        options: &RealFlinkOptions,
+        launch: &Launch<'_>,
+        volume: Option<SecretVolume>,
+    ) -> Result<Self, Error> {
+        let run_dir = run_dir(launch.dir, launch.run);
         fs::create_dir_all(&run_dir).map_err(io_error("creating", &run_dir))?;
         let env = launch.spec.env()?;
         let lookup = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
@@ -200,7 +265,11 @@ impl JobProcess {
             for name in POD_ENV {
                 cmd.env_remove(name);
             }
-            cmd.env("KUBECONFIG", options.work_dir.join("kubeconfig.yaml"))
+            let kubeconfig = volume.as_ref().map_or_else(
+                || options.work_dir.join("kubeconfig.yaml"),
+                |v| v.kubeconfig.clone(),
+            );
+            cmd.env(secret_volume::KUBECONFIG_ENV, kubeconfig)
                 .env("RUST_LOG", "info");
             sidecar = Some(spawn_logged(cmd, &run_dir.join("sidecar.log"), binary)?);
             sidecar_port = Some(port);
@@ -222,6 +291,7 @@ impl JobProcess {
             sidecar_port,
             job_id: launch.job_id.to_owned(),
             run_dir,
+            _volume: volume,
         })
     }
 
@@ -357,8 +427,60 @@ fn spawn_logged(mut cmd: Command, log: &Path, program: &Path) -> Result<Child, E
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+    use std::time::Duration;
 
-    use super::{CHECKPOINTS_DIR, LOG4J, SAVEPOINTS_DIR, next_run};
+    use serde_json::json;
+
+    use super::{CHECKPOINTS_DIR, LOG4J, SAVEPOINTS_DIR, SECRET_REFRESH, SecretVolume, next_run};
+    use crate::secret_volume::SecretMount;
+
+    #[tokio::test]
+    async fn a_secret_volume_follows_its_secret_until_dropped() {
+        let server = bluegreen_local_apiserver::LocalApiServer::start(
+            bluegreen_local_apiserver::Options::default(),
+        )
+        .await
+        .expect("API server");
+        let secret = |token: &str| {
+            json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "home", "namespace": "default"},
+                "stringData": {"kubeconfig": "tokenFile: token", "token": token},
+            })
+        };
+        let mount = SecretMount {
+            secret: "home".into(),
+            dir: "/etc/bluegreen/home".into(),
+            file: "kubeconfig".into(),
+        };
+        let run = tempfile::tempdir().expect("tempdir");
+        let client = server.client();
+        assert!(
+            SecretVolume::mount(&client, "default", &mount, run.path())
+                .await
+                .is_err(),
+            "no Secret, no volume"
+        );
+        server.apply_object(&secret("t1")).expect("Secret");
+        let volume = SecretVolume::mount(&client, "default", &mount, run.path())
+            .await
+            .expect("mounted");
+        let token = volume.kubeconfig.with_file_name("token");
+        assert_eq!(
+            std::fs::read_to_string(&volume.kubeconfig).expect("kubeconfig"),
+            "tokenFile: token"
+        );
+        assert_eq!(std::fs::read_to_string(&token).expect("token"), "t1");
+        // Rotated: the file follows within a refresh.
+        server.apply_object(&secret("t2")).expect("rotate");
+        tokio::time::sleep(SECRET_REFRESH + Duration::from_secs(1)).await;
+        assert_eq!(std::fs::read_to_string(&token).expect("token"), "t2");
+        // Dropped (the job's processes killed): no more writes.
+        drop(volume);
+        server.apply_object(&secret("t3")).expect("rotate");
+        tokio::time::sleep(SECRET_REFRESH + Duration::from_secs(1)).await;
+        assert_eq!(std::fs::read_to_string(&token).expect("token"), "t2");
+    }
 
     #[test]
     fn a_default_never_overrides_the_users_option_under_a_deprecated_key() {

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Error;
+use crate::secret_volume::{self, SecretMount};
 
 /// The name of the main container in the pod template, as the Apache operator names it.
 pub const MAIN_CONTAINER: &str = "flink-main-container";
@@ -21,6 +22,21 @@ pub(crate) struct DeploymentSpec {
     pub flink_configuration: BTreeMap<String, String>,
     pub job: Option<JobSpec>,
     pub pod_template: Option<PodTemplate>,
+    pub task_manager: Option<TaskManagerSpec>,
+}
+
+/// `spec.taskManager` (its pod template only).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TaskManagerSpec {
+    pub pod_template: Option<RawPodTemplate>,
+}
+
+/// A pod template whose `spec` is kept as written (for [`secret_volume`]).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct RawPodTemplate {
+    #[serde(default)]
+    pub spec: Value,
 }
 
 /// `spec.job`.
@@ -152,6 +168,15 @@ impl DeploymentSpec {
     }
 }
 
+impl DeploymentSpec {
+    /// The Secret volume that holds the kubeconfig of the TaskManager pod template's
+    /// `bluegreen-sidecar` (its `KUBECONFIG`), when it has one.
+    pub fn sidecar_kubeconfig(&self) -> Option<SecretMount> {
+        let template = self.task_manager.as_ref()?.pod_template.as_ref()?;
+        secret_volume::kubeconfig_mount(&template.spec)
+    }
+}
+
 impl JobSpec {
     /// The local jar of `jarURI` (`local:///abs/path.jar` or `file:///abs/path.jar`); it must
     /// exist.
@@ -223,6 +248,36 @@ mod tests {
             spec.env().expect("env"),
             vec![("BLUEGREEN_COLOR".into(), "BLUE".into())]
         );
+    }
+
+    #[test]
+    fn the_sidecars_kubeconfig_volume_is_read_from_the_task_manager_pod_template() {
+        let sidecar = json!({
+            "name": "bluegreen-sidecar",
+            "env": [{"name": "KUBECONFIG", "value": "/etc/bluegreen/home/kubeconfig"}],
+            "volumeMounts": [{"name": "bluegreen-home", "mountPath": "/etc/bluegreen/home"}],
+        });
+        let volumes = json!([{"name": "bluegreen-home", "secret": {"secretName": "orders-green-bluegreen-home"}}]);
+        let spec = DeploymentSpec::parse(&json!({
+            "job": {"jarURI": "local:///x.jar"},
+            "taskManager": {"resource": {"cpu": 1}, "podTemplate": {"spec": {
+                "containers": [sidecar.clone()], "volumes": volumes.clone(),
+            }}},
+        }))
+        .expect("valid");
+        let mount = spec.sidecar_kubeconfig().expect("a mount");
+        assert_eq!(
+            (mount.secret.as_str(), mount.file.as_str()),
+            ("orders-green-bluegreen-home", "kubeconfig")
+        );
+        // In the common pod template only, or no taskManager at all: the runner's kubeconfig.
+        for spec in [
+            json!({"job": {"jarURI": "local:///x.jar"}, "podTemplate": {"spec": {"containers": [sidecar], "volumes": volumes}}}),
+            json!({"job": {"jarURI": "local:///x.jar"}, "taskManager": {"resource": {"cpu": 1}}}),
+        ] {
+            let spec = DeploymentSpec::parse(&spec).expect("valid");
+            assert_eq!(spec.sidecar_kubeconfig(), None);
+        }
     }
 
     #[test]
