@@ -183,9 +183,19 @@ impl Planner<'_> {
     }
 
     /// Forgets the cluster of every child that is gone and not being created now, so a cluster
-    /// nothing runs in any more is not looked at again.
+    /// nothing runs in any more is not looked at again. Not the incoming child's after W: a
+    /// person recreates it where it ran (`IncomingMissingAfterToggle`), and it is looked for there.
     fn forget_gone_clusters(&mut self) {
+        let recreated_by_hand = self
+            .status
+            .transition
+            .as_ref()
+            .filter(|t| t.phase == Phase::ToggleSet)
+            .map(|t| t.to);
         for color in [Color::Blue, Color::Green] {
+            if recreated_by_hand == Some(color) {
+                continue;
+            }
             let applied = self.actions.iter().any(|a| {
                 matches!(a, Action::ApplyChild { color: c, .. } | Action::RepairChild { color: c, .. } if *c == color)
             });

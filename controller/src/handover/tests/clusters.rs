@@ -330,3 +330,41 @@ fn a_cluster_unusable_after_w_or_for_the_outgoing_job_is_waited_for_never_aborte
     assert!(p.actions.is_empty(), "{:?}", p.actions);
     assert_eq!(p.status.transition, obs.status.transition);
 }
+
+#[test]
+fn an_incoming_child_deleted_by_hand_after_w_is_looked_for_where_it_ran() {
+    // As in one cluster: not recreated from the handover's savepoint, a person recreates it
+    // from its latest checkpoint, in east, where the controller keeps looking for it.
+    let mut obs = handover(Phase::ToggleSet, Some(crate::fixtures::W));
+    obs.status
+        .clusters
+        .set(Color::Green, Some(Box::new(east())));
+    obs.green = None;
+    let p = plan(&obs);
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!(
+        condition(&p, ConditionType::Degraded),
+        ("True", "IncomingMissingAfterToggle")
+    );
+    assert_eq!(p.status.clusters.of(Color::Green), Some(&east()));
+    // Before W it is forgotten and created again where spec.cluster says.
+    let mut before = handover(Phase::Deploying, None);
+    before
+        .status
+        .clusters
+        .set(Color::Green, Some(Box::new(east())));
+    before.spec.cluster = Some(Box::new(east()));
+    let p = plan(&before);
+    assert!(
+        p.actions.iter().any(|a| matches!(
+            a,
+            Action::ApplyChild {
+                color: Color::Green,
+                ..
+            }
+        )),
+        "{:?}",
+        p.actions
+    );
+    assert_eq!(p.status.clusters.of(Color::Green), Some(&east()));
+}
