@@ -100,6 +100,7 @@ pub fn build(
             .flink_configuration
             .insert(k.to_owned(), v.to_owned());
     }
+    let home_secret = crate::remote_gate::secret_name(ctx.deployment, color);
     injection::inject(
         &mut child_spec.other,
         &valid.pod_templates,
@@ -108,6 +109,7 @@ pub fn build(
             color,
             configmap: &configmap,
             namespace: ctx.namespace,
+            home_secret: (!ctx.owned).then_some(home_secret.as_str()),
         },
     );
     let spec_value = serde_json::to_value(&child_spec)?;
@@ -229,6 +231,117 @@ mod tests {
             child["spec"]["flinkConfiguration"][flink_config::NAMESPACE],
             "prod"
         );
+    }
+
+    /// The container `name` of a pod template's spec.
+    fn container<'v>(pod: &'v Value, name: &str) -> &'v Value {
+        pod["containers"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == name))
+            .unwrap_or_else(|| panic!("no container {name} in {pod}"))
+    }
+
+    fn env_of<'v>(container: &'v Value, name: &str) -> Option<&'v Value> {
+        container["env"]
+            .as_array()?
+            .iter()
+            .find(|e| e["name"] == name)
+            .map(|e| &e["value"])
+    }
+
+    #[test]
+    fn a_remote_childs_sidecar_reads_the_home_kubeconfig_from_its_secret_and_flink_does_not() {
+        let s = spec("local:///job.jar");
+        let remote = ChildContext {
+            child_namespace: "jobs",
+            owned: false,
+            ..ctx()
+        };
+        let child = build(&remote, &s, &valid(&s), Color::Green, "abc", None).expect("valid");
+        let tm = &child["spec"]["taskManager"]["podTemplate"]["spec"];
+        let volumes = tm["volumes"].as_array().expect("volumes");
+        assert_eq!(
+            volumes.last(),
+            Some(
+                &json!({"name": "bluegreen-home", "secret": {"secretName": "orders-green-bluegreen-home"}})
+            )
+        );
+        let sidecar = container(tm, injection::SIDECAR_CONTAINER);
+        assert_eq!(
+            sidecar["volumeMounts"],
+            json!([{"name": "bluegreen-home", "mountPath": "/etc/bluegreen/home", "readOnly": true}])
+        );
+        assert_eq!(
+            env_of(sidecar, "KUBECONFIG"),
+            Some(&json!("/etc/bluegreen/home/kubeconfig"))
+        );
+        let main = container(
+            &child["spec"]["podTemplate"]["spec"],
+            injection::MAIN_CONTAINER,
+        );
+        assert_eq!(
+            env_of(main, "KUBECONFIG"),
+            None,
+            "Flink's own client reads it"
+        );
+        assert_eq!(env_of(main, injection::env::HOME_KUBECONFIG), None);
+        assert!(main.get("volumeMounts").is_none(), "{main}");
+        // What the runners read from the template (local-flink's secret_volume) is this.
+        let text = child.to_string();
+        assert!(text.contains("orders-green-bluegreen-home"));
+    }
+
+    #[test]
+    fn without_the_sidecar_the_main_container_gets_the_home_kubeconfig_but_not_kubeconfig() {
+        let mut s = spec("local:///job.jar");
+        s.sidecar.inject = false;
+        let remote = ChildContext {
+            child_namespace: "jobs",
+            owned: false,
+            ..ctx()
+        };
+        let child = build(&remote, &s, &valid(&s), Color::Blue, "abc", None).expect("valid");
+        let pod = &child["spec"]["podTemplate"]["spec"];
+        assert_eq!(
+            pod["volumes"],
+            json!([{"name": "bluegreen-home", "secret": {"secretName": "orders-blue-bluegreen-home"}}])
+        );
+        let main = container(pod, injection::MAIN_CONTAINER);
+        assert_eq!(
+            main["volumeMounts"],
+            json!([{"name": "bluegreen-home", "mountPath": "/etc/bluegreen/home", "readOnly": true}])
+        );
+        assert_eq!(
+            env_of(main, injection::env::HOME_KUBECONFIG),
+            Some(&json!("/etc/bluegreen/home/kubeconfig"))
+        );
+        assert_eq!(env_of(main, "KUBECONFIG"), None);
+        assert!(child["spec"].get("taskManager").is_none());
+    }
+
+    #[test]
+    fn a_child_in_this_cluster_gets_no_home_credential_and_its_volumes_are_kept() {
+        let mut s = spec("local:///job.jar");
+        let user = json!({"spec": {
+            "containers": [{"name": "flink-main-container", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+            "volumes": [{"name": "data", "emptyDir": {}}],
+        }});
+        s.template
+            .spec
+            .other
+            .insert("podTemplate".into(), user.clone());
+        for inject in [true, false] {
+            s.sidecar.inject = inject;
+            let child = build(&ctx(), &s, &valid(&s), Color::Blue, "h", None).expect("valid");
+            assert!(!child.to_string().contains("bluegreen-home"), "{child}");
+            assert!(!child.to_string().contains("KUBECONFIG"), "{child}");
+            let pod = &child["spec"]["podTemplate"]["spec"];
+            assert_eq!(pod["volumes"], user["spec"]["volumes"]);
+            assert_eq!(
+                container(pod, injection::MAIN_CONTAINER)["volumeMounts"],
+                user["spec"]["containers"][0]["volumeMounts"]
+            );
+        }
     }
 
     #[test]

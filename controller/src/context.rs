@@ -24,6 +24,39 @@ pub struct Context {
     pub recorder: Recorder,
     /// The clients of the other clusters children run in (`spec.cluster`).
     pub clusters: ClusterClients,
+    /// How the gates of a child in another cluster reach this cluster's API server.
+    pub home_api: HomeApi,
+    /// The lifetime and rotation of those gates' tokens.
+    pub gate_tokens: GateTokens,
+}
+
+/// This (the home) cluster's API server as the gates of a child in another cluster reach it
+/// (`--home-api-server`, `--home-api-ca-file`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HomeApi {
+    /// Its URL; `spec.cluster.homeApiServer` overrides it per resource.
+    pub server: Option<String>,
+    /// The PEM of the CA its serving certificate is signed by (`certificate-authority-data`).
+    pub ca_pem: Option<Vec<u8>>,
+}
+
+/// The tokens of the remote gates' ServiceAccounts (TokenRequest).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GateTokens {
+    /// The lifetime asked for (`expirationSeconds`).
+    pub ttl: std::time::Duration,
+    /// A token with less than this left is replaced at the next reconcile.
+    pub rotate_below: std::time::Duration,
+}
+
+impl Default for GateTokens {
+    /// One hour, replaced with half of it left.
+    fn default() -> Self {
+        Self {
+            ttl: std::time::Duration::from_hours(1),
+            rotate_below: std::time::Duration::from_mins(30),
+        }
+    }
 }
 
 impl Context {
@@ -49,7 +82,23 @@ impl Context {
             metrics: Metrics::new(),
             recorder,
             clusters: ClusterClients::default(),
+            home_api: HomeApi::default(),
+            gate_tokens: GateTokens::default(),
         }
+    }
+
+    /// This context with `home_api` as the home API server for remote gates.
+    #[must_use]
+    pub fn with_home_api(mut self, home_api: HomeApi) -> Self {
+        self.home_api = home_api;
+        self
+    }
+
+    /// This context with `gate_tokens` as the remote gates' token lifetime and rotation.
+    #[must_use]
+    pub fn with_gate_tokens(mut self, gate_tokens: GateTokens) -> Self {
+        self.gate_tokens = gate_tokens;
+        self
     }
 }
 

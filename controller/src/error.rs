@@ -81,6 +81,14 @@ pub enum Error {
     /// Leader election failed.
     #[error("leader election: {0}")]
     Lease(String),
+    /// A TokenRequest for the remote gates' ServiceAccount was answered without a token.
+    #[error(
+        "TokenRequest for ServiceAccount {service_account} answered without a token: the API server must serve serviceaccounts/token (Kubernetes 1.22+); retrying"
+    )]
+    TokenRequest {
+        /// `namespace/name` of the ServiceAccount.
+        service_account: String,
+    },
 }
 
 impl Error {
@@ -101,6 +109,7 @@ impl Error {
             Self::Finalizer(_) => "finalizer",
             Self::Lease(_) => "lease",
             Self::ClusterUnresolved(_) => "cluster",
+            Self::TokenRequest { .. } => "token_request",
         }
     }
 }

@@ -20,6 +20,7 @@ use crate::flink_rest::FlinkRest;
 use crate::gate_rbac;
 use crate::handover::{Action, Note, Plan};
 use crate::names::{ACTION_ANNOTATION, FIELD_MANAGER};
+use crate::remote_gate;
 use crate::resource::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, FlinkBlueGreenDeploymentStatus,
 };
@@ -71,7 +72,7 @@ pub async fn execute(
                     template_hash,
                     restore_path: restore_path.as_deref(),
                 };
-                apply_child(ctx, reach(*color)?, fbgd, &namespace, *color, &from).await?;
+                apply_child(ctx, &plan.status, *color, reaches, fbgd, &from).await?;
             }
             Action::RepairChild {
                 color,
@@ -88,7 +89,7 @@ pub async fn execute(
                     template_hash,
                     restore_path: Some(restore_path),
                 };
-                apply_child(ctx, reach(*color)?, fbgd, &namespace, *color, &from).await?;
+                apply_child(ctx, &plan.status, *color, reaches, fbgd, &from).await?;
             }
             Action::RestartChild { color, nonce } => {
                 let children = children_in(reach(*color)?);
@@ -158,7 +159,7 @@ async fn orphan(children: &Api<DynamicObject>, name: &str) -> Result<()> {
 }
 
 /// Deletes `name` (background propagation); a missing object is already deleted.
-async fn delete_if_present<K>(api: &Api<K>, name: &str) -> Result<()>
+pub(crate) async fn delete_if_present<K>(api: &Api<K>, name: &str) -> Result<()>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -181,19 +182,30 @@ struct Render<'a> {
     restore_path: Option<&'a str>,
 }
 
-/// Server-side applies the child of `color` of `fbgd` rendered `from` in the cluster `reach`
-/// reaches, in this cluster after its gates' Role and RoleBinding (a child in another cluster
-/// gets none: its gates' credential for the home ConfigMap is not created yet).
+/// Server-side applies the child of `color` of `fbgd` rendered `from` in the cluster `status`
+/// records for it (`status.clusters`, through `reaches`): in this cluster after its gates' Role
+/// and RoleBinding, in another one after its gates' credential for the home ConfigMap
+/// (`remote_gate::ensure`).
 async fn apply_child(
     ctx: &Context,
-    reach: &Reach,
-    fbgd: &FlinkBlueGreenDeployment,
-    namespace: &str,
+    status: &FlinkBlueGreenDeploymentStatus,
     color: Color,
+    reaches: &Reaches,
+    fbgd: &FlinkBlueGreenDeployment,
     from: &Render<'_>,
 ) -> Result<()> {
-    if !reach.remote {
-        apply_gate_rbac(ctx, fbgd, from.valid, namespace, color).await?;
+    let namespace = fbgd
+        .namespace()
+        .ok_or(Error::MissingMetadata("namespace"))?;
+    let cluster = status.clusters.of(color);
+    let reach = reaches
+        .get(cluster)
+        .ok_or(Error::ClusterUnresolved(color))?;
+    match cluster {
+        Some(cluster) if reach.remote => {
+            remote_gate::ensure(ctx, fbgd, &namespace, color, cluster, reach).await?;
+        }
+        _ => apply_gate_rbac(ctx, fbgd, from.valid, &namespace, color).await?,
     }
     let body = child_body(fbgd, reach, color, from)?;
     let params = PatchParams::apply(FIELD_MANAGER).force();

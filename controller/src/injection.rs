@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 
 use bluegreen_protocol::Color;
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EnvVar, ResourceRequirements, SeccompProfile, SecurityContext,
+    Capabilities, Container, EnvVar, ResourceRequirements, SeccompProfile, SecretVolumeSource,
+    SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::de::DeserializeOwned;
@@ -29,6 +30,16 @@ pub const MAIN_CONTAINER: &str = "flink-main-container";
 pub const DEFAULT_SIDECAR_IMAGE: &str = concat!("bluegreen/sidecar:", env!("CARGO_PKG_VERSION"));
 /// The loopback address the sidecar listens on (with `spec.sidecar.port`).
 pub const LOOPBACK: &str = "127.0.0.1";
+/// The pod volume of a child in another cluster with its gates' kubeconfig for the home API
+/// server (the Secret `crate::remote_gate::secret_name`).
+pub const HOME_VOLUME: &str = "bluegreen-home";
+/// Where that volume is mounted.
+pub const HOME_DIR: &str = "/etc/bluegreen/home";
+/// The kubeconfig in it.
+pub const HOME_KUBECONFIG: &str = "/etc/bluegreen/home/kubeconfig";
+/// The sidecar's variable naming its kubeconfig (never set on the main container: Flink's
+/// Kubernetes client reads it too, and its own high availability would follow it).
+pub const KUBECONFIG_ENV: &str = "KUBECONFIG";
 
 /// Environment variables of the gate's side (the sidecar reads them as its configuration, the
 /// JNI shim and the example job read them in the TaskManager's main container).
@@ -41,6 +52,8 @@ const TASK_MANAGER_TEMPLATE_FIELD: &str = "spec.template.spec.taskManager.podTem
 /// The keys of the FlinkDeployment spec the pod templates are under.
 const POD_TEMPLATE_KEY: &str = "podTemplate";
 const TASK_MANAGER_KEY: &str = "taskManager";
+const VOLUMES_KEY: &str = "volumes";
+const VOLUME_MOUNTS_KEY: &str = "volumeMounts";
 
 /// A pod template (a Pod: `apiVersion`, `kind`, `metadata`, `spec`), as far as the controller
 /// changes it.
@@ -62,6 +75,32 @@ struct PodSpecPart {
     init_containers: Option<Vec<ContainerPart>>,
     #[serde(flatten)]
     other: Map<String, Value>,
+}
+
+/// The list under `key` of `fields` (a pod spec's `volumes`, a container's `volumeMounts`), kept
+/// as written (the pod schema check validates them), created if absent.
+fn list_mut<'m>(fields: &'m mut Map<String, Value>, key: &str) -> &'m mut Vec<Value> {
+    let value = fields
+        .entry(key.to_owned())
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !value.is_array() {
+        *value = Value::Array(Vec::new());
+    }
+    value.as_array_mut().expect("made an array above")
+}
+
+/// Replaces the entry named `item`'s name in the list under `key` of `fields` by `item`
+/// (appended).
+fn put_named<T: Serialize>(fields: &mut Map<String, Value>, key: &str, item: &T) {
+    let item = serde_json::to_value(item).expect("a k8s type always serialises");
+    let list = list_mut(fields, key);
+    list.retain(|v| v.get("name") != item.get("name"));
+    list.push(item);
+}
+
+/// The name of a list entry (a volume).
+fn name_of(v: &Value) -> Option<&str> {
+    v.get("name").and_then(Value::as_str)
 }
 
 /// A container: its name and environment; everything else is kept as written.
@@ -108,6 +147,22 @@ impl PodTemplate {
             .get_or_insert_with(PodSpecPart::default)
             .containers
             .get_or_insert_with(Vec::new)
+    }
+
+    /// The names of the pod's volumes.
+    fn volume_names(&self) -> Vec<String> {
+        self.spec
+            .as_ref()
+            .and_then(|s| s.other.get(VOLUMES_KEY))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|v| name_of(v).unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    fn spec_fields_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.spec.get_or_insert_with(PodSpecPart::default).other
     }
 }
 
@@ -226,8 +281,12 @@ pub struct GateTarget<'a> {
     pub color: Color,
     /// The coordination ConfigMap's name.
     pub configmap: &'a str,
-    /// Its namespace (the child's).
+    /// Its namespace (the resource's).
     pub namespace: &'a str,
+    /// A child in another cluster: the Secret there with its gates' kubeconfig for this
+    /// cluster's API server, mounted at [`HOME_DIR`]. `None`: a child in this cluster (its
+    /// gates use their pod's service account).
+    pub home_secret: Option<&'a str>,
 }
 
 /// Adds the gate's environment to the main container of the common pod template and, unless
@@ -251,12 +310,49 @@ pub fn inject(
     if inject_sidecar {
         vars.push(env_var(env::SIDECAR_URL, &url));
     }
+    let home = target.home_secret.map(home_volume);
+    if let Some(volume) = home.as_ref().filter(|_| !inject_sidecar) {
+        // No sidecar of ours: the JNI shim reads the kubeconfig from the main container, in
+        // every pod of the child (the volume is in the common template with the mount).
+        vars.push(env_var(env::HOME_KUBECONFIG, HOME_KUBECONFIG));
+        put_named(common.spec_fields_mut(), VOLUMES_KEY, volume);
+        put_named(
+            &mut main_container(&mut common).other,
+            VOLUME_MOUNTS_KEY,
+            &home_mount(),
+        );
+    }
     set_main_env(&mut common, vars);
     write(other, POD_TEMPLATE_KEY, &common);
     if inject_sidecar {
         let container = sidecar_container(sidecar, target);
         add_task_manager_container(&common, &mut task_manager, &container);
+        if let Some(volume) = &home {
+            add_task_manager_volume(&common, &mut task_manager, volume);
+        }
         write(other, TASK_MANAGER_KEY, &task_manager);
+    }
+}
+
+/// The volume of the Secret `secret` with the gates' kubeconfig for the home API server.
+fn home_volume(secret: &str) -> Volume {
+    Volume {
+        name: HOME_VOLUME.to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(secret.to_owned()),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
+    }
+}
+
+/// Its mount, read-only at [`HOME_DIR`].
+fn home_mount() -> VolumeMount {
+    VolumeMount {
+        name: HOME_VOLUME.to_owned(),
+        mount_path: HOME_DIR.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
     }
 }
 
@@ -280,6 +376,13 @@ fn gate_env(target: GateTarget<'_>) -> Vec<EnvVar> {
 /// Sets `vars` on the main container (added if the template has none), replacing variables of
 /// the same names and keeping the others in their order.
 fn set_main_env(template: &mut PodTemplate, vars: Vec<EnvVar>) {
+    let env = main_container(template).env.get_or_insert_with(Vec::new);
+    env.retain(|v| !vars.iter().any(|ours| ours.name == v.name));
+    env.extend(vars);
+}
+
+/// The main container of `template` (added if it has none).
+fn main_container(template: &mut PodTemplate) -> &mut ContainerPart {
     let containers = template.containers_mut();
     let index = if let Some(i) = containers.iter().position(|c| c.name == MAIN_CONTAINER) {
         i
@@ -287,9 +390,7 @@ fn set_main_env(template: &mut PodTemplate, vars: Vec<EnvVar>) {
         containers.push(ContainerPart::named(MAIN_CONTAINER));
         containers.len() - 1
     };
-    let env = containers[index].env.get_or_insert_with(Vec::new);
-    env.retain(|v| !vars.iter().any(|ours| ours.name == v.name));
-    env.extend(vars);
+    &mut containers[index]
 }
 
 /// The default resources of the sidecar: one watch and a long-poll server (a few MiB).
@@ -309,14 +410,20 @@ fn default_resources() -> ResourceRequirements {
 }
 
 /// The `bluegreen-sidecar` container: the child's ConfigMap, served on loopback only, as a
-/// non-root process with a read-only root filesystem and no capabilities.
+/// non-root process with a read-only root filesystem and no capabilities. For a child in another
+/// cluster it reads the ConfigMap with the kubeconfig of the Secret mounted at [`HOME_DIR`]
+/// (`KUBECONFIG`).
 pub fn sidecar_container(sidecar: &SidecarInjection, target: GateTarget<'_>) -> Container {
     let mut vars = gate_env(target);
     vars.push(env_var(
         env::LISTEN,
         &format!("{LOOPBACK}:{}", sidecar.port),
     ));
+    if target.home_secret.is_some() {
+        vars.push(env_var(KUBECONFIG_ENV, HOME_KUBECONFIG));
+    }
     Container {
+        volume_mounts: target.home_secret.map(|_| vec![home_mount()]),
         name: SIDECAR_CONTAINER.to_owned(),
         image: Some(
             sidecar
@@ -377,6 +484,30 @@ fn add_task_manager_container(
     containers.push(serde_json::from_value(value).expect("a Container has a name"));
 }
 
+/// Appends `volume` to the TaskManager pod template, after a name-only entry for each common
+/// volume beyond the TaskManager's own, for the same reason as [`add_task_manager_container`]:
+/// the operator merges the volume lists by position (or by name).
+fn add_task_manager_volume(
+    common: &PodTemplate,
+    task_manager: &mut TaskManagerPart,
+    volume: &Volume,
+) {
+    let template = task_manager
+        .pod_template
+        .get_or_insert_with(PodTemplate::default);
+    let volumes = list_mut(template.spec_fields_mut(), VOLUMES_KEY);
+    volumes.retain(|v| name_of(v) != Some(HOME_VOLUME));
+    let placeholders: Vec<Value> = common
+        .volume_names()
+        .into_iter()
+        .skip(volumes.len())
+        .filter(|name| !volumes.iter().any(|own| name_of(own) == Some(name)))
+        .map(|name| serde_json::json!({ "name": name }))
+        .collect();
+    volumes.extend(placeholders);
+    volumes.push(serde_json::to_value(volume).expect("a Volume always serialises"));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,6 +518,7 @@ mod tests {
             color: Color::Green,
             configmap: "orders-bluegreen",
             namespace: "prod",
+            home_secret: None,
         }
     }
 

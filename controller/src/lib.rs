@@ -57,6 +57,7 @@ pub mod names;
 pub mod observe;
 pub mod observed;
 pub mod reconcile;
+pub mod remote_gate;
 pub mod resource;
 pub mod server;
 pub mod settings;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use bluegreen_controller::context::Context;
+use bluegreen_controller::context::{Context, HomeApi};
 use bluegreen_controller::flink_rest::DEFAULT_URL_TEMPLATE;
 use bluegreen_controller::leader::{LeaseConfig, run_when_leader};
 use bluegreen_controller::resource::FlinkBlueGreenDeployment;
@@ -28,7 +28,7 @@ enum Command {
     /// Print the FlinkBlueGreenDeployment CRD as YAML.
     Crd,
     /// Run the operator.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
 }
 
 #[derive(clap::Args)]
@@ -39,6 +39,14 @@ struct RunArgs {
     /// Flink REST URL template; `{name}` and `{namespace}` are the FlinkDeployment's.
     #[arg(long, env = "BLUEGREEN_FLINK_REST_URL", default_value = DEFAULT_URL_TEMPLATE)]
     flink_rest_url: String,
+    /// This cluster's API server as pods in other clusters reach it: the gates of a child moved
+    /// to another cluster read the ConfigMap here (`spec.cluster.homeApiServer` overrides it).
+    #[arg(long, env = "BLUEGREEN_HOME_API_SERVER")]
+    home_api_server: Option<String>,
+    /// The CA (PEM) of the home API server's certificate, written into the remote gates'
+    /// kubeconfig.
+    #[arg(long, env = "BLUEGREEN_HOME_API_CA_FILE")]
+    home_api_ca_file: Option<std::path::PathBuf>,
     /// Timeout of one Flink REST call.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     flink_rest_timeout: Duration,
@@ -81,7 +89,7 @@ async fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Run(args) => run(args).await,
+        Command::Run(args) => run(*args).await,
     }
 }
 
@@ -93,12 +101,27 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         .identity
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| format!("bluegreen-{}", std::process::id()));
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        &args.flink_rest_url,
-        args.flink_rest_timeout,
-        &identity,
-    ));
+    let ca_pem = match &args.home_api_ca_file {
+        Some(path) => Some(std::fs::read(path).with_context(|| {
+            format!(
+                "--home-api-ca-file {}: cannot read it; give the PEM file of the CA of the home API server's certificate",
+                path.display()
+            )
+        })?),
+        None => None,
+    };
+    let ctx = Arc::new(
+        Context::new(
+            client.clone(),
+            &args.flink_rest_url,
+            args.flink_rest_timeout,
+            &identity,
+        )
+        .with_home_api(HomeApi {
+            server: args.home_api_server,
+            ca_pem,
+        }),
+    );
     let metrics = ctx.metrics.clone();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut server_stop = stop_rx.clone();

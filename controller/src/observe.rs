@@ -20,6 +20,7 @@ use crate::handover::{ends_handover_first, final_savepoint_trigger_id};
 use crate::names::ACTION_ANNOTATION;
 use crate::names::ManualAction;
 use crate::observed::{ChildObs, ConfigMapObs, FlinkObs, JobState, Observed};
+use crate::remote_gate;
 use crate::resource::{DeletionPolicy, FlinkBlueGreenDeployment, Phase};
 
 /// Observes one resource, each child in the cluster it runs in; with the clusters it resolved,
@@ -36,7 +37,7 @@ pub async fn observe(
     let name = fbgd.name_any();
     let status = fbgd.status.clone().unwrap_or_default();
     let configmap = observe_configmap(ctx, &namespace, &name).await?;
-    let (reaches, unusable) = ctx
+    let (reaches, mut unusable) = ctx
         .clusters
         .resolve(
             &ctx.client,
@@ -46,6 +47,15 @@ pub async fn observe(
             &status.clusters,
         )
         .await;
+    // The gates there need this cluster's API server.
+    if let Some(Err(e)) = fbgd
+        .spec
+        .cluster
+        .as_deref()
+        .map(|c| remote_gate::home_server(c, &ctx.home_api))
+    {
+        unusable.target.get_or_insert(e);
+    }
     // The outgoing job's savepoint while snapshotting, its stop-with-savepoint at teardown.
     let trigger = status.transition.as_ref().and_then(|t| {
         let id = if t.phase == Phase::TearingDown {

@@ -1,5 +1,6 @@
-//! The kube-runtime wiring: apply (observe → `plan` → execute), cleanup (observe →
-//! `plan_cleanup` → execute), the error policy and the `Controller` itself.
+//! The kube-runtime wiring: apply (observe → `plan` → execute, with the remote gates'
+//! credentials removed before and rotated after), cleanup (observe → `plan_cleanup` → execute →
+//! the remote gates' credentials removed), the error policy and the `Controller` itself.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +19,7 @@ use crate::execute::execute;
 use crate::handover::{plan, plan_cleanup};
 use crate::names::FINALIZER;
 use crate::observe::{observe, observe_deletion};
+use crate::remote_gate;
 use crate::resource::FlinkBlueGreenDeployment;
 
 /// The longest one reconcile may take.
@@ -59,7 +61,9 @@ pub async fn reconcile(fbgd: Arc<FlinkBlueGreenDeployment>, ctx: Arc<Context>) -
 async fn apply(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Requeue> {
     let (observed, reaches) = observe(ctx, fbgd).await?;
     let plan = plan(&observed);
+    remote_gate::forget_gone(ctx, fbgd, &reaches, &plan.status.clusters).await?;
     execute(ctx, fbgd, &observed.valid, &reaches, &plan).await?;
+    remote_gate::refresh(ctx, fbgd, &reaches, &observed, &plan.status.clusters).await?;
     Ok(Requeue::requeue(plan.requeue_after))
 }
 
@@ -72,6 +76,7 @@ async fn cleanup(fbgd: &FlinkBlueGreenDeployment, ctx: &Context) -> Result<Reque
     let (observed, reaches) = observe_deletion(ctx, fbgd).await?;
     let plan = plan_cleanup(&observed);
     execute(ctx, fbgd, &observed.valid, &reaches, &plan).await?;
+    remote_gate::remove_all(ctx, fbgd, &reaches).await?;
     ctx.metrics
         .forget(&fbgd.namespace().unwrap_or_default(), &fbgd.name_any());
     Ok(Requeue::await_change())

@@ -60,6 +60,10 @@ pub struct TargetCluster {
     /// `{name}` (the child) and `{namespace}` (its namespace in the target cluster), e.g.
     /// `https://{name}.flink.example.com` for an Ingress per job.
     pub flink_rest_url: String,
+    /// The URL of this (the home) cluster's API server as pods in the target cluster reach it,
+    /// for the gates' credential there; default the controller's `--home-api-server`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home_api_server: Option<String>,
 }
 
 /// A key of a Secret holding a kubeconfig.

@@ -9,6 +9,16 @@ pub enum Error {
     /// No Kubernetes client configuration (in-cluster service account or kubeconfig).
     #[error("no Kubernetes configuration for the ConfigMap watch (in-cluster or kubeconfig): {0}")]
     Kube(#[from] kube::Error),
+    /// The kubeconfig for the home API server (`BLUEGREEN_HOME_KUBECONFIG`) cannot be used.
+    #[error(
+        "the kubeconfig in BLUEGREEN_HOME_KUBECONFIG ({path}) cannot be used: {message}; it is the Secret <child>-bluegreen-home the controller writes for a job in another cluster, check that the pod mounts it"
+    )]
+    HomeKubeconfig {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
     /// A handle that was never opened or is already closed.
     #[error("bluegreen gate handle {0} is unknown or already closed")]
     UnknownHandle(i64),

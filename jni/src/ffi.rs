@@ -38,9 +38,11 @@ pub fn exception_class(error: &Error) -> &'static str {
     match error {
         Error::Json(_) | Error::Color(_) => "java/lang/IllegalArgumentException",
         Error::UnknownHandle(_) | Error::NotManual(_) => "java/lang/IllegalStateException",
-        Error::Runtime(_) | Error::Kube(_) | Error::Jni(_) | Error::Panic(_) => {
-            "java/lang/RuntimeException"
-        }
+        Error::Runtime(_)
+        | Error::Kube(_)
+        | Error::HomeKubeconfig { .. }
+        | Error::Jni(_)
+        | Error::Panic(_) => "java/lang/RuntimeException",
     }
 }
 

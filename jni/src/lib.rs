@@ -26,4 +26,6 @@ mod watches;
 
 pub use error::Error;
 pub use native_gate::NativeGate;
-pub use watches::{AcceptedData, WatchHandle, WatchKey, Watches, state_json};
+pub use watches::{
+    AcceptedData, HOME_KUBECONFIG, WatchHandle, WatchKey, Watches, client, state_json,
+};

@@ -125,8 +125,8 @@ impl Watches {
             .map_err(|error| Error::Runtime(error.clone()))
     }
 
-    /// Opens a handle on the watch of ConfigMap `namespace/name`, starting the watch (with
-    /// `kube::Client::try_default()`: in-cluster, or the kubeconfig) if no handle holds it yet.
+    /// Opens a handle on the watch of ConfigMap `namespace/name`, starting the watch if no handle
+    /// holds it yet, with [`client`].
     pub fn open_configmap(&self, namespace: &str, name: &str) -> Result<WatchHandle, Error> {
         let key = WatchKey::ConfigMap {
             namespace: namespace.to_owned(),
@@ -136,7 +136,8 @@ impl Watches {
             return Ok(handle);
         }
         let runtime = self.runtime()?;
-        let client = runtime.block_on(kube::Client::try_default())?;
+        let home = std::env::var_os(HOME_KUBECONFIG).map(std::path::PathBuf::from);
+        let client = runtime.block_on(client(home.as_deref()))?;
         self.open_with_client(client, namespace, name)
     }
 
@@ -298,4 +299,31 @@ pub fn state_json(accepted: &AcceptedData) -> String {
         "configmap": &*accepted.data,
     })
     .to_string()
+}
+
+/// The environment variable naming the kubeconfig for the home API server of a job in another
+/// cluster (set by the controller on the main container when no sidecar is injected).
+pub const HOME_KUBECONFIG: &str = bluegreen_protocol::wire::env::HOME_KUBECONFIG;
+
+/// The client the gates watch their ConfigMap with: from the kubeconfig `home` (the
+/// [`HOME_KUBECONFIG`] file of a job in another cluster; its relative `tokenFile` is resolved
+/// against its directory and re-read, so a rotated token is used) or else
+/// `kube::Client::try_default()` (in-cluster, or the kubeconfig).
+pub async fn client(home: Option<&std::path::Path>) -> Result<kube::Client, Error> {
+    let Some(path) = home else {
+        return Ok(kube::Client::try_default().await?);
+    };
+    let home_error = |message: String| Error::HomeKubeconfig {
+        path: path.display().to_string(),
+        message,
+    };
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(path).map_err(|e| home_error(e.to_string()))?;
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .map_err(|e| home_error(e.to_string()))?;
+    Ok(kube::Client::try_from(config)?)
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bluegreen_gate_jni::{Error, NativeGate, WatchKey, Watches, state_json};
-use bluegreen_local_apiserver::{LocalApiServer, Options};
+use bluegreen_local_apiserver::{AuthMode, LocalApiServer, Options};
 use bluegreen_protocol::{Color, CoordinationState, Decision, Stage, Toggle, configmap_name};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -244,4 +244,40 @@ fn a_native_gate_decides_records_and_batches_by_the_rule() {
     );
     assert_eq!(snapshot.max_passed_event_time_ms, Some(100));
     watches.release(handle.id()).expect("release");
+}
+
+#[test]
+fn the_home_kubeconfig_reads_its_token_file_next_to_it() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let server = runtime
+        .block_on(LocalApiServer::start(Options {
+            auth: AuthMode::Rbac,
+            ..Options::default()
+        }))
+        .expect("start the local API server");
+    let token = server.user_token("gates", &["system:masters"]);
+    let dir = tempfile::tempdir().expect("a directory");
+    // The Secret's two keys, as the controller writes them: `tokenFile: token` is relative.
+    let kubeconfig = server.kubeconfig_yaml_with_token(&token).replace(
+        &format!("{{token: {}}}", token.expose()),
+        "{tokenFile: token}",
+    );
+    assert!(kubeconfig.contains("tokenFile: token"), "{kubeconfig}");
+    std::fs::write(dir.path().join("kubeconfig"), kubeconfig).expect("write");
+    std::fs::write(dir.path().join("token"), token.expose()).expect("write");
+    let client = runtime
+        .block_on(bluegreen_gate_jni::client(Some(
+            &dir.path().join("kubeconfig"),
+        )))
+        .expect("a client from the home kubeconfig");
+    let api: Api<ConfigMap> = Api::namespaced(client, NS);
+    runtime
+        .block_on(api.list(&kube::api::ListParams::default()))
+        .expect("the token from the file is used");
+    let missing = runtime.block_on(bluegreen_gate_jni::client(Some(&dir.path().join("absent"))));
+    assert!(
+        matches!(&missing, Err(Error::HomeKubeconfig { path, .. }) if path.ends_with("absent")),
+        "{:?}",
+        missing.err()
+    );
 }

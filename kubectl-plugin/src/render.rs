@@ -305,6 +305,7 @@ mod tests {
                 },
                 namespace: Some("jobs".into()),
                 flink_rest_url: "https://{name}.east".into(),
+                home_api_server: None,
             })),
         );
         let child = |color: Color| Child {

@@ -32,6 +32,9 @@ pub mod env {
     pub const SIDECAR_URL: &str = "BLUEGREEN_SIDECAR_URL";
     /// Where the sidecar listens (sidecar container only).
     pub const LISTEN: &str = "BLUEGREEN_LISTEN";
+    /// The kubeconfig for the home API server, for the JNI shim of a job in another cluster
+    /// without the sidecar (main container only; the sidecar gets `KUBECONFIG`).
+    pub const HOME_KUBECONFIG: &str = "BLUEGREEN_HOME_KUBECONFIG";
 }
 
 /// The metrics every gate subtask registers in its operator metric group (the Java library's

@@ -2,25 +2,30 @@
 //! one process, A (home: the resource, the coordination ConfigMap, the controller) and B, each
 //! with its own simulated Flink runner on one clock. One snapshot directory stands for the object
 //! storage both clusters reach; one ledger judges the job wherever it runs. The controller reaches
-//! B through a kubeconfig Secret in A; B's gates read the ConfigMap from A directly (the sidecar's
-//! credential for that is not built yet).
+//! B through a kubeconfig Secret in A. A checks tokens and RBAC: B's gates read the ConfigMap in A
+//! with the credential the controller writes into B (the Secret `<child>-bluegreen-home`, a
+//! token of a ServiceAccount in A that may only get/list/watch that ConfigMap), mounted as the
+//! runner reads the TaskManager pod template.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use bluegreen_controller::context::{Context, flink_deployment_resource};
+use bluegreen_controller::context::{Context, GateTokens, HomeApi, flink_deployment_resource};
+use bluegreen_controller::remote_gate;
 use bluegreen_controller::resource::{FlinkBlueGreenDeployment, Outcome};
 use bluegreen_examples::orders_job;
-use bluegreen_local_apiserver::{LocalApiServer, Options};
+use bluegreen_local_apiserver::{AuthMode, LocalApiServer, Options};
 use bluegreen_local_flink::crd::install_flink_deployment_crd;
 use bluegreen_local_flink::ledger::{Expectation, LedgerReport};
+use bluegreen_local_flink::secret_volume::{SecretMount, materialize};
 use bluegreen_local_flink::{
     DEFAULT_START_MS, DeploymentRef, LocalFlink, LocalFlinkOptions, SimClock,
 };
 use bluegreen_protocol::Color;
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::CustomResourceExt;
 use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -35,6 +40,11 @@ const REMOTE_NS: &str = "jobs";
 /// runners share, declared shared storage.
 const SHARED: &str = "file:///bluegreen-local/";
 const STEADY: Duration = Duration::from_secs(40);
+/// The remote gates' tokens are replaced once 5 s old (3595 s of 3600 s left).
+const ROTATING: GateTokens = GateTokens {
+    ttl: Duration::from_hours(1),
+    rotate_below: Duration::from_secs(3595),
+};
 
 /// Two clusters, their runners and the controller against A.
 struct TwoClusters {
@@ -49,7 +59,13 @@ struct TwoClusters {
 }
 
 impl TwoClusters {
+    /// A and B, the controller told A's URL as the home API server for B's gates.
     async fn start() -> anyhow::Result<Self> {
+        Self::start_with(true).await
+    }
+
+    /// A and B; the controller knows the home API server (`--home-api-server`) if `home_api`.
+    async fn start_with(home_api: bool) -> anyhow::Result<Self> {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(
                 tracing_subscriber::EnvFilter::try_from_default_env()
@@ -57,7 +73,11 @@ impl TwoClusters {
             )
             .with_test_writer()
             .try_init();
-        let home = LocalApiServer::start(Options::default()).await?;
+        let home = LocalApiServer::start(Options {
+            auth: AuthMode::Rbac,
+            ..Options::default()
+        })
+        .await?;
         install_flink_deployment_crd(&home)?;
         home.apply_object(&FlinkBlueGreenDeployment::crd())?;
         let remote = LocalApiServer::start(Options::default()).await?;
@@ -82,18 +102,25 @@ impl TwoClusters {
                 namespace: Some(REMOTE_NS.into()),
                 snapshot_dir: Some(storage.path().to_owned()),
                 ledger: Some(Arc::clone(flink_a.ledger())),
-                // B's gates follow the ConfigMap in A.
-                gate_client: Some(a.clone()),
                 ..LocalFlinkOptions::default()
             },
         )
         .await?;
-        let ctx = Arc::new(Context::new(
+        let ctx = Context::new(
             a.clone(),
             &flink_a.rest_url_template(),
             Duration::from_secs(2),
             "cross-cluster",
-        ));
+        )
+        .with_gate_tokens(ROTATING);
+        let ctx = Arc::new(if home_api {
+            ctx.with_home_api(HomeApi {
+                server: Some(home.url()),
+                ca_pem: None,
+            })
+        } else {
+            ctx
+        });
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(bluegreen_controller::reconcile::run(
             ctx,
@@ -302,6 +329,56 @@ impl TwoClusters {
         Ok(())
     }
 
+    /// Makes the controller look now (Secrets and children in B are not watched).
+    async fn nudge(&self, value: &str) -> anyhow::Result<()> {
+        let nudge = json!({"metadata": {"annotations": {"test.bluegreen.dev/nudge": value}}});
+        self.fbgds()
+            .patch("orders", &PatchParams::default(), &Patch::Merge(&nudge))
+            .await?;
+        Ok(())
+    }
+
+    /// The remote gates' Secret of `child` in B, if any.
+    async fn home_secret(&self, child: &str) -> anyhow::Result<Option<Secret>> {
+        Ok(Api::<Secret>::namespaced(self.b.clone(), REMOTE_NS)
+            .get_opt(&format!("{child}-bluegreen-home"))
+            .await?)
+    }
+
+    /// Whether the remote gates' ServiceAccount and RoleBinding of `child` are in A.
+    async fn home_account(&self, child: &str) -> anyhow::Result<(bool, bool)> {
+        let name = format!("{child}-bluegreen-remote-gate");
+        let sa = Api::<ServiceAccount>::namespaced(self.a.clone(), HOME_NS)
+            .get_opt(&name)
+            .await?;
+        let rb = Api::<RoleBinding>::namespaced(self.a.clone(), HOME_NS)
+            .get_opt(&name)
+            .await?;
+        Ok((sa.is_some(), rb.is_some()))
+    }
+
+    /// A client of A from the Secret of `child` in B, as its gates build it: the Secret's keys
+    /// written into `dir`, its kubeconfig read from there (`tokenFile: token` next to it).
+    async fn gate_client_from_secret(
+        &self,
+        child: &str,
+        dir: &std::path::Path,
+    ) -> anyhow::Result<kube::Client> {
+        let mount = SecretMount {
+            secret: format!("{child}-bluegreen-home"),
+            dir: "/etc/bluegreen/home".into(),
+            file: "kubeconfig".into(),
+        };
+        materialize(&self.b, REMOTE_NS, &mount, dir).await?;
+        let kubeconfig = kube::config::Kubeconfig::read_from(dir.join("kubeconfig"))?;
+        let config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
     async fn shutdown(self) {
         let (stop, task) = self.controller;
         let _ = stop.send(true);
@@ -372,6 +449,8 @@ async fn a_job_moves_to_another_cluster_and_back_exactly_once() -> anyhow::Resul
     println!("blue in A → green in B: {report}");
     assert!(report.is_exactly_once_by_owner(), "{report}");
     assert!(report.color(Some(Color::Green)).emissions > 0, "{report}");
+    let first_token = the_remote_gates_credential_is_that_configmaps_only(&clusters).await?;
+    the_token_is_rotated_and_the_new_one_works(&clusters, &first_token).await?;
     clusters.lose_and_regain_b(&green.job_id).await?;
 
     // Back to A, with another parallelism change.
@@ -393,7 +472,133 @@ async fn a_job_moves_to_another_cluster_and_back_exactly_once() -> anyhow::Resul
     println!("green in B → blue in A: {report}");
     assert!(report.is_exactly_once_by_owner(), "{report}");
     assert!(report.color(Some(Color::Blue)).emissions > 0, "{report}");
+    // Green is gone from B, and its gates' credential with it, in both clusters.
+    assert!(clusters.home_secret("orders-green").await?.is_none());
+    assert_eq!(clusters.home_account("orders-green").await?, (false, false));
     clusters.shutdown().await;
+    Ok(())
+}
+
+/// While green runs in B: the Secret of its gates is there (Opaque, labelled, no owner, the
+/// token's expiry annotated); its token, as the gates use it, gets and watches the ConfigMap in
+/// A and is refused (403) any other ConfigMap, listing ConfigMaps and reading Secrets. Returns
+/// the token.
+async fn the_remote_gates_credential_is_that_configmaps_only(
+    clusters: &TwoClusters,
+) -> anyhow::Result<String> {
+    let secret = clusters
+        .home_secret("orders-green")
+        .await?
+        .context("no Secret orders-green-bluegreen-home in B while green runs there")?;
+    assert_eq!(secret.type_.as_deref(), Some("Opaque"));
+    assert!(secret.metadata.owner_references.is_none(), "{secret:?}");
+    let labels = secret.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get("bluegreen.dev/deployment").map(String::as_str),
+        Some("orders")
+    );
+    assert_eq!(
+        labels.get("bluegreen.dev/color").map(String::as_str),
+        Some("green")
+    );
+    let expires = secret
+        .metadata
+        .annotations
+        .clone()
+        .unwrap_or_default()
+        .get(remote_gate::TOKEN_EXPIRES_ANNOTATION)
+        .cloned()
+        .context("no token-expires annotation")?;
+    expires.parse::<k8s_openapi::jiff::Timestamp>()?;
+    assert_eq!(clusters.home_account("orders-green").await?, (true, true));
+    let data = secret.data.unwrap_or_default();
+    let token = String::from_utf8(data.get("token").context("no token")?.0.clone())?;
+    let kubeconfig = String::from_utf8(data.get("kubeconfig").context("no kubeconfig")?.0.clone())?;
+    assert!(kubeconfig.contains(&clusters.home.url()), "{kubeconfig}");
+
+    let dir = tempfile::tempdir()?;
+    let gate = clusters
+        .gate_client_from_secret("orders-green", dir.path())
+        .await?;
+    let configmaps: Api<ConfigMap> = Api::namespaced(gate.clone(), HOME_NS);
+    configmaps.get("orders-bluegreen").await?;
+    let watch = kube::api::WatchParams::default()
+        .fields("metadata.name=orders-bluegreen")
+        .timeout(1);
+    drop(configmaps.watch(&watch, "0").await?);
+    Api::<ConfigMap>::namespaced(clusters.a.clone(), HOME_NS)
+        .create(
+            &PostParams::default(),
+            &ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some("other".into()),
+                    ..ObjectMeta::default()
+                },
+                ..ConfigMap::default()
+            },
+        )
+        .await?;
+    let forbidden = |r: Result<(), kube::Error>, what: &str| match r {
+        Err(kube::Error::Api(s)) if s.code == 403 => Ok(()),
+        other => Err(anyhow::anyhow!("{what}: expected 403, got {other:?}")),
+    };
+    forbidden(
+        configmaps.get("other").await.map(drop),
+        "get another ConfigMap",
+    )?;
+    forbidden(
+        configmaps
+            .list(&kube::api::ListParams::default())
+            .await
+            .map(drop),
+        "list ConfigMaps",
+    )?;
+    forbidden(
+        Api::<Secret>::namespaced(gate, HOME_NS)
+            .get("cluster-b")
+            .await
+            .map(drop),
+        "get a Secret",
+    )?;
+    Ok(token)
+}
+
+/// The controller replaces the token once less than `ROTATING.rotate_below` of it is left (here:
+/// 5 s after it was issued): the Secret gets another token, which works like the first.
+async fn the_token_is_rotated_and_the_new_one_works(
+    clusters: &TwoClusters,
+    first: &str,
+) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + STEADY;
+    let mut nudges = 0;
+    loop {
+        let secret = clusters
+            .home_secret("orders-green")
+            .await?
+            .context("the Secret is gone")?;
+        let token = secret
+            .data
+            .unwrap_or_default()
+            .remove("token")
+            .context("no token")?;
+        if token.0 != first.as_bytes() {
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the token was not rotated within {STEADY:?}"
+        );
+        nudges += 1;
+        clusters.nudge(&format!("rotate-{nudges}")).await?;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let dir = tempfile::tempdir()?;
+    let gate = clusters
+        .gate_client_from_secret("orders-green", dir.path())
+        .await?;
+    Api::<ConfigMap>::namespaced(gate, HOME_NS)
+        .get("orders-bluegreen")
+        .await?;
     Ok(())
 }
 
@@ -557,6 +762,7 @@ async fn a_job_deployed_straight_to_another_cluster_is_deleted_there_with_its_re
             .get("orders-blue")
             .await?;
     assert!(blue.metadata.owner_references.is_none(), "{blue:?}");
+    assert!(clusters.home_secret("orders-blue").await?.is_some());
     clusters
         .fbgds()
         .delete("orders", &kube::api::DeleteParams::default())
@@ -570,6 +776,55 @@ async fn a_job_deployed_straight_to_another_cluster_is_deleted_there_with_its_re
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(clusters.children().await?, (vec![], vec![]));
+    assert!(clusters.home_secret("orders-blue").await?.is_none());
+    assert_eq!(clusters.home_account("orders-blue").await?, (false, false));
+    clusters.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_without_a_home_api_server_is_refused_until_one_is_named() -> anyhow::Result<()> {
+    let clusters = TwoClusters::start_with(false).await?;
+    clusters
+        .secret(
+            "cluster-b",
+            &[("kubeconfig", clusters.remote.kubeconfig_yaml())],
+        )
+        .await?;
+    clusters
+        .fbgds()
+        .create(
+            &PostParams::default(),
+            &FlinkBlueGreenDeployment::new("orders", shared_orders_job()),
+        )
+        .await?;
+    clusters.wait_steady(Color::Blue).await?;
+    clusters
+        .patch_spec(json!({"cluster": clusters.cluster_b("cluster-b")}))
+        .await?;
+    let refused = clusters
+        .wait_for("the refusal of a move without a home API server", |f| {
+            degraded(f).is_some_and(|(_, m)| m.contains("homeApiServer"))
+        })
+        .await?;
+    let (reason, message) = degraded(&refused).expect("degraded");
+    assert_eq!(reason, "InvalidSpec", "{message}");
+    assert!(
+        message.contains("`spec.cluster.homeApiServer`"),
+        "{message}"
+    );
+    assert!(message.contains("--home-api-server"), "{message}");
+    assert!(refused.status.expect("status").transition.is_none());
+    assert_eq!(
+        clusters.children().await?,
+        (vec!["orders-blue".into()], vec![])
+    );
+    // Named per resource, the move goes ahead.
+    let mut cluster = clusters.cluster_b("cluster-b");
+    cluster["homeApiServer"] = json!(clusters.home.url());
+    clusters.patch_spec(json!({"cluster": cluster})).await?;
+    clusters.wait_steady(Color::Green).await?;
+    assert!(clusters.home_secret("orders-green").await?.is_some());
     clusters.shutdown().await;
     Ok(())
 }

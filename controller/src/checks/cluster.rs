@@ -86,6 +86,16 @@ fn check_target(cluster: &TargetCluster) -> Result<(), SpecError> {
             ),
         ));
     }
+    if let Some(server) = &cluster.home_api_server
+        && !reqwest::Url::parse(server).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+    {
+        return Err(SpecError::new(
+            "spec.cluster.homeApiServer",
+            format!(
+                "is {server:?}: give the URL of this cluster's API server as pods in the target cluster reach it, e.g. \"https://api.home.example.com:6443\", or leave it out for the controller's --home-api-server"
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -198,6 +208,7 @@ mod tests {
             },
             namespace: Some("jobs".into()),
             flink_rest_url: "https://{name}.flink.example.com".into(),
+            home_api_server: None,
         }
     }
 
@@ -217,7 +228,7 @@ mod tests {
         let mut s = spec("local:///job.jar");
         s.cluster = Some(Box::new(target()));
         assert_eq!(check(&s), Ok(()));
-        let cases: [(Break, &str); 4] = [
+        let cases: [(Break, &str); 5] = [
             (
                 |t| t.kubeconfig_secret.name = "East".into(),
                 "spec.cluster.kubeconfigSecret.name",
@@ -233,6 +244,10 @@ mod tests {
             (
                 |t| t.flink_rest_url = "https://flink.example.com".into(),
                 "spec.cluster.flinkRestUrl",
+            ),
+            (
+                |t| t.home_api_server = Some("api.home:6443".into()),
+                "spec.cluster.homeApiServer",
             ),
         ];
         for (break_it, field) in cases {

@@ -22,6 +22,7 @@ use super::job::{JobState, SavepointOp, SimJob, new_job_id, start_job};
 use super::shared::Shared;
 use super::snapshot::Snapshot;
 use crate::Error;
+use crate::secret_volume::{kubeconfig_mount, materialize};
 use crate::shell::{Deployment, JmStatus, Job};
 
 /// How long the operator waits (wall clock) for a savepoint during an upgrade or suspend.
@@ -57,6 +58,8 @@ pub(super) struct SimDeployment {
     /// The running job and its change notifications, kept across waits, so that a job change
     /// while the status is written still wakes the actor.
     watched: Option<(Arc<SimJob>, tokio::sync::watch::Receiver<u64>)>,
+    /// The Secret volume of the running job's gates' kubeconfig, if it mounts one.
+    home_dir: Option<tempfile::TempDir>,
 }
 
 fn job_field<'a>(spec: &'a Value, field: &str) -> Option<&'a Value> {
@@ -200,12 +203,28 @@ impl Job for SimDeployment {
             d.status.job_id = Some(job_id.clone());
         }
         if now >= ready_at {
+            let gate_client = match self.gate_client(&d.key.namespace).await {
+                Ok(client) => client,
+                Err(e) => {
+                    // As a kubelet keeps the pod in ContainerCreating: try again later.
+                    tracing::info!(deployment = %d.key, error = %e, "TaskManager cannot start yet");
+                    self.phase = Phase::Deploying {
+                        settings,
+                        restore,
+                        job_id,
+                        not_ready_at,
+                        ready_at: now.saturating_add(Self::RETRY_MS),
+                    };
+                    return;
+                }
+            };
             let job = start_job(
                 &self.shared.rt,
                 job_id.clone(),
                 d.key.clone(),
                 settings,
                 restore,
+                gate_client,
             );
             self.shared
                 .jobs()
@@ -266,7 +285,46 @@ impl SimDeployment {
             phase: Phase::Idle,
             ever_deployed: false,
             watched: None,
+            home_dir: None,
         }
+    }
+
+    /// The client of the gates of the deployment's next job when its TaskManager pod template
+    /// mounts a kubeconfig for the `bluegreen-sidecar` from a Secret (a child in another
+    /// cluster): the Secret, read from this runner's API server, written to a directory of its
+    /// own as a kubelet would, and the kubeconfig in it. `None`: the runner's gate client.
+    async fn gate_client(&mut self, namespace: &str) -> Result<Option<kube::Client>, Error> {
+        let Some(mount) = self
+            .reconciled
+            .as_ref()
+            .and_then(|spec| spec.pointer("/taskManager/podTemplate/spec"))
+            .and_then(kubeconfig_mount)
+        else {
+            return Ok(None);
+        };
+        let dir = tempfile::tempdir().map_err(|source| Error::Io {
+            what: "creating a Secret volume directory",
+            path: std::env::temp_dir().display().to_string(),
+            source,
+        })?;
+        materialize(&self.shared.rt.client, namespace, &mount, dir.path()).await?;
+        let path = dir.path().join(&mount.file);
+        let config_error = |e: &dyn std::fmt::Display| Error::SecretVolume {
+            namespace: namespace.to_owned(),
+            secret: mount.secret.clone(),
+            reason: format!("its {} is not a usable kubeconfig: {e}", mount.file),
+        };
+        let kubeconfig =
+            kube::config::Kubeconfig::read_from(&path).map_err(|e| config_error(&e))?;
+        let config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .map_err(|e| config_error(&e))?;
+        let client = kube::Client::try_from(config)?;
+        self.home_dir = Some(dir);
+        Ok(Some(client))
     }
 
     /// The next start-up step of a deploying job.

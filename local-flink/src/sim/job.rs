@@ -162,8 +162,11 @@ pub(crate) struct JobRuntime {
     pub store: Arc<SnapshotStore>,
     pub faults: Faults,
     /// What the gates read the coordination ConfigMap with (see
-    /// [`LocalFlinkOptions::gate_client`](super::LocalFlinkOptions::gate_client)).
+    /// [`LocalFlinkOptions::gate_client`](super::LocalFlinkOptions::gate_client)), unless the
+    /// deployment mounts a kubeconfig for them ([`crate::secret_volume`]).
     pub gate_client: kube::Client,
+    /// The runner's own client: the Secrets a deployment mounts are read with it.
+    pub client: kube::Client,
 }
 
 impl std::fmt::Debug for JobRuntime {
@@ -387,6 +390,7 @@ pub(crate) fn start_job(
     deployment: DeploymentRef,
     settings: Arc<JobSettings>,
     restore: Option<Arc<Snapshot>>,
+    gate_client: Option<kube::Client>,
 ) -> Arc<SimJob> {
     let now = rt.clock.now_ms();
     let (tx, rx) = mpsc::unbounded_channel();
@@ -426,7 +430,7 @@ pub(crate) fn start_job(
     let gate = job.settings.gate.as_ref().map(|target| {
         let shared = SharedState::new(StateOptions::default());
         let watch = ConfigMapSource::new(
-            rt.gate_client.clone(),
+            gate_client.unwrap_or_else(|| rt.gate_client.clone()),
             &target.namespace,
             &target.configmap,
             Arc::clone(&shared),

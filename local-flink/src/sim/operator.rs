@@ -38,6 +38,8 @@ pub struct LocalFlinkOptions {
     /// The client the jobs' gates watch their coordination ConfigMap with: in a cluster, the
     /// sidecar next to the TaskManager uses its pod's service account, so a test of RBAC
     /// passes a client acting as that service account here. `None`: the runner's own client.
+    /// A deployment whose `bluegreen-sidecar` has `KUBECONFIG` in a Secret volume (a child in
+    /// another cluster) uses that kubeconfig instead, as its pod would.
     pub gate_client: Option<kube::Client>,
 }
 
@@ -91,6 +93,7 @@ impl LocalFlink {
             store: Arc::new(SnapshotStore::new(options.snapshot_dir)),
             faults: Faults::new(options.clock),
             gate_client: options.gate_client.unwrap_or_else(|| client.clone()),
+            client: client.clone(),
         };
         let shared = Arc::new(Shared {
             rt,

@@ -13,6 +13,7 @@ fn east() -> TargetCluster {
         },
         namespace: Some("jobs".into()),
         flink_rest_url: "https://{name}.flink.east.example.com".into(),
+        home_api_server: None,
     }
 }
 
