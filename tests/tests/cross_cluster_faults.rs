@@ -14,6 +14,7 @@ use bluegreen_controller::resource::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, Outcome, Phase,
 };
 use bluegreen_examples::orders_job;
+use bluegreen_gate::{ConfigMapSource, SharedState, SourceOptions, StateOptions};
 use bluegreen_local_apiserver::{LocalApiServer, Options};
 use bluegreen_local_flink::crd::install_flink_deployment_crd;
 use bluegreen_local_flink::ledger::{Expectation, LedgerReport};
@@ -732,6 +733,101 @@ async fn a_remote_child_deleted_by_hand_before_or_after_w_loses_nothing() -> any
     clusters.wait_steady(Color::Green).await?;
     clusters
         .assert_exactly_once("green deleted before and after W", Color::Green)
+        .await?;
+    clusters.shutdown().await;
+    Ok(())
+}
+
+/// Outcome: A's API unreachable from B's gates. They keep their last good state: with green
+/// active in B and no handover, green keeps emitting (a steady state is never wrong to keep). A
+/// handover started meanwhile cannot get W acknowledged by them, so it waits in
+/// `ConfirmingToggle` (blue in A holds everything, green passes as before: nothing twice, nothing
+/// lost; aborted after `abortGracePeriod` if it lasts); once A answers it completes. The same
+/// feeder as the gates' (a `ConfigMapSource` through the cut proxy) shows what the metrics
+/// `bluegreen_gate_source_stale` and `bluegreen_gate_source_staleness_seconds` export.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_home_api_unreachable_from_remote_gates_keeps_their_last_state() -> anyhow::Result<()> {
+    let clusters = TwoClusters::start().await?;
+    clusters.blue_in_a(|_| {}).await?;
+    clusters.move_to_b().await?;
+    clusters.wait_steady(Color::Green).await?;
+    let feeder = SharedState::new(StateOptions {
+        max_staleness: Some(Duration::from_secs(2)),
+    });
+    let _source = ConfigMapSource::new(
+        client_of(
+            &clusters.home.kubeconfig_yaml(),
+            &clusters.home.url(),
+            &clusters.to_a,
+        )
+        .await?,
+        HOME_NS,
+        "orders-bluegreen",
+        Arc::clone(&feeder),
+    )
+    .with_options(SourceOptions {
+        probe_interval: Duration::from_millis(500),
+    })
+    .spawn();
+    let deadline = tokio::time::Instant::now() + STEADY;
+    while feeder.current().is_none() {
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "no state read");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let last_good = feeder.current();
+
+    clusters.to_a.cut();
+    let deadline = tokio::time::Instant::now() + STEADY;
+    while !feeder.is_stale() {
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "never stale");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(feeder.current(), last_good, "the last good state is kept");
+    let green = DeploymentRef::new(REMOTE_NS, "orders-green");
+    let before = clusters
+        .flink_b
+        .job(&green)
+        .context("green")?
+        .view()
+        .completed_checkpoints;
+    clusters
+        .flink_b
+        .wait_for_job(&green, Duration::from_secs(20), |v| {
+            v.completed_checkpoints >= before + 2
+        })
+        .await?;
+    clusters
+        .assert_exactly_once("gates cut from A, steady", Color::Green)
+        .await?;
+
+    // Back to A while B's gates cannot see the ConfigMap: W is never acknowledged.
+    clusters
+        .patch(json!({"spec": {
+            "cluster": null,
+            "template": {"spec": {"job": {"parallelism": 2}}},
+        }}))
+        .await?;
+    clusters.wait_phase(Phase::ConfirmingToggle).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let waiting = clusters.fbgds().get("orders").await?;
+    assert_eq!(phase_of(&waiting), Some(Phase::ConfirmingToggle));
+    let progressing = waiting
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Progressing"))
+        .context("Progressing")?;
+    assert_eq!(
+        progressing.reason, "GatesNotAcknowledged",
+        "{progressing:?}"
+    );
+    assert!(feeder.staleness() > Duration::from_secs(3));
+    assert_eq!(feeder.current(), last_good);
+
+    clusters.to_a.heal();
+    clusters.wait_steady(Color::Blue).await?;
+    assert!(!feeder.is_stale(), "confirmed again");
+    clusters
+        .assert_exactly_once("back to A after the gates' cut", Color::Blue)
         .await?;
     clusters.shutdown().await;
     Ok(())
