@@ -1,8 +1,9 @@
 //! Faults of a job moved to another cluster (issue 27), each with its stated outcome: two local
 //! API servers in one process, A (home: the resource, the ConfigMap, the controller) and B, each
 //! with a simulated Flink runner on one clock, one snapshot directory both reach and one ledger.
-//! The controller reaches B, and B's gates reach A, through TCP proxies a test can cut. Every
-//! test ends with the ledger at 0 duplicates and 0 losses.
+//! The controller reaches B, and B's gates reach A (with the credential the controller writes in
+//! B, for `spec.cluster.homeApiServer`), through TCP proxies a test can cut. Every test ends with
+//! the ledger at 0 duplicates and 0 losses.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -180,7 +181,6 @@ impl TwoClusters {
                 namespace: Some(REMOTE_NS.into()),
                 snapshot_dir: Some(storage.path().to_owned()),
                 ledger: Some(Arc::clone(flink_a.ledger())),
-                gate_client: Some(client_of(&home.kubeconfig_yaml(), &home.url(), &to_a).await?),
                 ..LocalFlinkOptions::default()
             },
         )
