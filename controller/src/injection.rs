@@ -595,6 +595,52 @@ mod tests {
             .clone()
     }
 
+    /// For a child in another cluster the rendered TaskManager pod has the user's volumes as
+    /// written and the home Secret's volume once, whichever way the operator merges lists.
+    #[test]
+    fn a_remote_childs_home_volume_is_added_once_and_the_users_volumes_are_kept() {
+        let users: [BTreeMap<String, Value>; 3] = [
+            BTreeMap::new(),
+            [(
+                "podTemplate".to_owned(),
+                json!({"spec": {"volumes": [{"name": "a", "emptyDir": {}}, {"name": "b", "configMap": {"name": "c"}}]}}),
+            )]
+            .into(),
+            [
+                (
+                    "podTemplate".to_owned(),
+                    json!({"spec": {"volumes": [{"name": "a", "emptyDir": {}}, {"name": "b", "emptyDir": {}}]}}),
+                ),
+                (
+                    "taskManager".to_owned(),
+                    json!({"podTemplate": {"spec": {"volumes": [{"name": "tm", "emptyDir": {}}]}}}),
+                ),
+            ]
+            .into(),
+        ];
+        let remote = GateTarget {
+            home_secret: Some("orders-green-bluegreen-home"),
+            ..target()
+        };
+        for user in users {
+            for by_name in [false, true] {
+                let mut home = user.clone();
+                read_and_inject(&mut home, &SidecarInjection::default(), target());
+                let mut away = user.clone();
+                read_and_inject(&mut away, &SidecarInjection::default(), remote);
+                let volumes = |other: &BTreeMap<String, Value>| {
+                    rendered(other, by_name)["spec"]["volumes"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                };
+                let mut expected = volumes(&home);
+                expected.push(json!({"name": "bluegreen-home", "secret": {"secretName": "orders-green-bluegreen-home"}}));
+                assert_eq!(volumes(&away), expected, "{user:?}, by name: {by_name}");
+            }
+        }
+    }
+
     /// Injecting the sidecar changes the pod the operator renders from the user's templates by
     /// exactly two things, whichever way it merges lists: the sidecar is appended (once), and the
     /// main container's environment gains `BLUEGREEN_SIDECAR_URL`.
