@@ -15,7 +15,7 @@ use bluegreen_controller::context::{Context, GateTokens, HomeApi, flink_deployme
 use bluegreen_controller::remote_gate;
 use bluegreen_controller::resource::{FlinkBlueGreenDeployment, Outcome};
 use bluegreen_examples::orders_job;
-use bluegreen_local_apiserver::{AuthMode, LocalApiServer, Options};
+use bluegreen_local_apiserver::{AuthMode, LocalApiServer, Options, RequestMatch, Verb};
 use bluegreen_local_flink::crd::install_flink_deployment_crd;
 use bluegreen_local_flink::ledger::{Expectation, LedgerReport};
 use bluegreen_local_flink::secret_volume::{SecretMount, materialize};
@@ -783,7 +783,8 @@ async fn a_job_deployed_straight_to_another_cluster_is_deleted_there_with_its_re
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_move_without_a_home_api_server_is_refused_until_one_is_named() -> anyhow::Result<()> {
+async fn a_move_without_a_home_api_server_is_refused_and_once_named_the_credential_precedes_the_child()
+-> anyhow::Result<()> {
     let clusters = TwoClusters::start_with(false).await?;
     clusters
         .secret(
@@ -819,10 +820,36 @@ async fn a_move_without_a_home_api_server_is_refused_until_one_is_named() -> any
         clusters.children().await?,
         (vec!["orders-blue".into()], vec![])
     );
-    // Named per resource, the move goes ahead.
+    // Named per resource, the move goes ahead: the status records where green goes, then its
+    // gates' Secret is written there, then green is created (here B refuses it at first).
+    let green_apply = RequestMatch::verb(Verb::Patch)
+        .resource("flinkdeployments")
+        .name("orders-green");
+    clusters.remote.faults().fail_next(green_apply, 1_000, 500);
     let mut cluster = clusters.cluster_b("cluster-b");
     cluster["homeApiServer"] = json!(clusters.home.url());
     clusters.patch_spec(json!({"cluster": cluster})).await?;
+    clusters
+        .wait_for("green's cluster recorded", |f| {
+            f.status
+                .as_ref()
+                .is_some_and(|s| s.clusters.green.is_some())
+        })
+        .await?;
+    let deadline = tokio::time::Instant::now() + STEADY;
+    while clusters.home_secret("orders-green").await?.is_none() {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "no Secret for green's gates in B"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        clusters.children().await?,
+        (vec!["orders-blue".into()], vec![]),
+        "the Secret is written before the child"
+    );
+    clusters.remote.faults().clear();
     clusters.wait_steady(Color::Green).await?;
     assert!(clusters.home_secret("orders-green").await?.is_some());
     clusters.shutdown().await;
