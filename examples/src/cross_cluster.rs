@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use bluegreen_controller::context::flink_deployment_resource;
 use bluegreen_controller::resource::{FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec};
-use bluegreen_local_apiserver::{LocalApiServer, Options};
+use bluegreen_local_apiserver::{AuthMode, LocalApiServer, Options};
 use bluegreen_local_flink::DeploymentRef;
 use bluegreen_local_flink::real::RealFlink;
 use bluegreen_protocol::Color;
@@ -89,21 +89,24 @@ pub struct CrossClusterStack {
 
 impl CrossClusterStack {
     /// Starts A (its runner's files under `work/a`) and B (under `work/b`), creates B's
-    /// kubeconfig Secret in A and starts the controller. B's sidecars use `remote_sidecars`'
-    /// kubeconfig unless a child's pod template mounts one.
+    /// kubeconfig Secret in A and starts the controller. B's runner has B's kubeconfig only: its
+    /// sidecars read A with the credential the controller mounts into each remote child.
     pub async fn start(artifacts: &Artifacts, work: &Path) -> anyhow::Result<Self> {
         let shared = work.join("shared");
         std::fs::create_dir_all(&shared)?;
+        // A authenticates and authorizes every request, as a real cluster does: B's gates need
+        // the controller's credential to read the ConfigMap.
         let mut home = LocalStack::start(crate::StackOptions {
             real_flink: Some(artifacts.options(&work.join("a"))),
+            auth: AuthMode::Rbac,
             ..crate::StackOptions::default()
         })
         .await?;
         let remote = start_server(Options::default()).await?;
         remote.ensure_namespace(REMOTE_NAMESPACE)?;
         let mut options = artifacts.options(&work.join("b"));
-        // Without the injected credential, B's sidecars read the home ConfigMap as A's admin.
-        options.kubeconfig_yaml = home.server.kubeconfig_yaml();
+        // B's own: its sidecars reach A only through the credential the controller mounts.
+        options.kubeconfig_yaml = remote.kubeconfig_yaml();
         options.namespace = Some(REMOTE_NAMESPACE.to_owned());
         let remote_flink = RealFlink::start(remote.client(), options)
             .await
@@ -146,7 +149,8 @@ impl CrossClusterStack {
     }
 
     /// The merge patch of `spec` that moves the job to `job` in `cluster`: `spec.cluster` naming
-    /// B through [`REMOTE_SECRET`] with B's runner's REST URL template, or removed for A.
+    /// B through [`REMOTE_SECRET`] with B's runner's REST URL template and A's URL for B's gates,
+    /// or removed for A.
     pub fn move_patch(&self, job: &ExampleJob, cluster: Cluster) -> Value {
         let mut patch = job.template_patch();
         patch["cluster"] = match cluster {
@@ -155,6 +159,7 @@ impl CrossClusterStack {
                 "kubeconfigSecret": {"name": REMOTE_SECRET},
                 "namespace": REMOTE_NAMESPACE,
                 "flinkRestUrl": self.remote_flink.rest_url_template(),
+                "homeApiServer": self.home.server.url(),
             }),
         };
         patch
@@ -241,6 +246,15 @@ impl CrossClusterStack {
                 Err(e.context(format!("cluster B's job logs:\n{logs}")))
             }
         }
+    }
+
+    /// The Secret volume directory (`volumes/<secret>`) of the latest run of `name`'s `color`
+    /// child in B, when that run mounted one: the files its sidecar's `KUBECONFIG` reads.
+    pub fn remote_volume(&self, name: &str, color: Color) -> Option<PathBuf> {
+        let (runner, d) = self.runner(Cluster::Remote, name, color);
+        let run = real::runs(&runner.deployment_dir(&d)).pop()?;
+        let mut volumes = std::fs::read_dir(run.join("volumes")).ok()?.flatten();
+        volumes.next().map(|v| v.path())
     }
 
     /// Stops the controller, both runners and both API servers.

@@ -37,6 +37,10 @@ const NAME: &str = "orders";
 /// The local blue/green upgrade demo.
 #[derive(Debug, Parser)]
 #[command(about)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "one flag per demo, each conflicting with the others"
+)]
 struct Args {
     /// Run the simulated Flink instead of real Flink jobs.
     #[arg(long)]
@@ -267,6 +271,16 @@ async fn cross_cluster_moves(stack: &CrossClusterStack, a: &Artifacts) -> anyhow
             report.losses,
             report.wrong_color
         );
+        if let Some(volume) = stack
+            .remote_volume(NAME, to)
+            .filter(|_| cluster == Cluster::Remote)
+        {
+            println!(
+                "          {to}'s sidecar in B reads A's coordination ConfigMap with the token the controller wrote into the Secret {} in B (mounted at {})",
+                volume.file_name().unwrap_or_default().to_string_lossy(),
+                volume.display()
+            );
+        }
         if !report.is_exactly_once_by_owner() {
             bail!("the ledger found duplicates, losses, wrong colors or damaged files:\n{report}");
         }

@@ -390,16 +390,12 @@ pub async fn commit_checkpoint(base: &str, id: &str) -> anyhow::Result<()> {
     }
 }
 
-/// The last lines of every run's `launcher.log` and `sidecar.log` and the errors in its
-/// `flink.log`, under a real deployment's directory (for a failed test's message); runs in order
-/// of their number (`run-2` before `run-10`).
-pub fn log_tails(deployment_dir: &Path) -> String {
-    const LINES: usize = 15;
-    let mut out = String::new();
-    let Ok(entries) = std::fs::read_dir(deployment_dir) else {
-        return out;
-    };
-    let mut runs: Vec<(u32, PathBuf)> = entries
+/// The `run-N` directories under a real deployment's directory, in order of their number
+/// (`run-2` before `run-10`).
+pub fn runs(deployment_dir: &Path) -> Vec<PathBuf> {
+    let mut runs: Vec<(u32, PathBuf)> = std::fs::read_dir(deployment_dir)
+        .into_iter()
+        .flatten()
         .flatten()
         .filter_map(|e| {
             let n = e.file_name().to_str()?.strip_prefix("run-")?.parse().ok()?;
@@ -407,7 +403,16 @@ pub fn log_tails(deployment_dir: &Path) -> String {
         })
         .collect();
     runs.sort();
-    for (_, run) in runs {
+    runs.into_iter().map(|(_, run)| run).collect()
+}
+
+/// The last lines of every run's `launcher.log` and `sidecar.log` and the errors in its
+/// `flink.log`, under a real deployment's directory (for a failed test's message); runs in order
+/// of their number (`run-2` before `run-10`).
+pub fn log_tails(deployment_dir: &Path) -> String {
+    const LINES: usize = 15;
+    let mut out = String::new();
+    for run in runs(deployment_dir) {
         for (file, errors_only) in [
             ("launcher.log", false),
             ("sidecar.log", false),

@@ -12,7 +12,7 @@ use bluegreen_controller::context::Context;
 use bluegreen_controller::resource::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, Phase,
 };
-use bluegreen_local_apiserver::{LocalApiServer, Options};
+use bluegreen_local_apiserver::{AuthMode, LocalApiServer, Options};
 use bluegreen_local_flink::crd::install_flink_deployment_crd;
 use bluegreen_local_flink::ledger::{Expectation, LedgerReport, SinkMode};
 use bluegreen_local_flink::real::{RealFlink, RealFlinkOptions};
@@ -44,6 +44,9 @@ pub struct StackOptions {
     /// simulated ones; `kubeconfig_yaml` and `namespace` are set by the stack. The simulated
     /// runner then watches no namespace the stack uses (its ledger stays empty).
     pub real_flink: Option<RealFlinkOptions>,
+    /// The API server's authentication and authorization (the stack's own clients are its
+    /// administrator).
+    pub auth: AuthMode,
 }
 
 impl Default for StackOptions {
@@ -53,6 +56,7 @@ impl Default for StackOptions {
             sink: SinkMode::Transactional,
             data_dir: None,
             real_flink: None,
+            auth: AuthMode::Off,
         }
     }
 }
@@ -86,6 +90,7 @@ impl LocalStack {
             .try_init();
         let server = start_server(Options {
             data_dir: options.data_dir,
+            auth: options.auth,
             ..Options::default()
         })
         .await?;

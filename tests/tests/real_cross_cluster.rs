@@ -3,7 +3,10 @@
 //! controller) and B, each with its own real-mode runner (`examples/src/cross_cluster.rs`). One
 //! directory stands for the object storage both reach (checkpoints and savepoints, declared in
 //! `coordination.sharedStorage`) and holds the FileSink's output, which one file ledger judges.
-//! The controller reaches B through a kubeconfig Secret in A; B's sidecars read the ConfigMap in A.
+//! The controller reaches B through a kubeconfig Secret in A. A authenticates and authorizes
+//! every request (RBAC); B's runner has B's kubeconfig only, and mounts for each remote child's
+//! sidecar the Secret the controller wrote in B (`<child>-bluegreen-home`): its kubeconfig for A
+//! and a token that may read the coordination ConfigMap, which the gates follow through it.
 //!
 //! Needs the jars built by `scripts/test` and `cargo build -p bluegreen-sidecar`; without a `java`
 //! on the PATH the test says so and passes without running.
@@ -13,6 +16,7 @@ use std::time::Instant;
 use anyhow::{Context as _, ensure};
 use bluegreen_controller::context::flink_deployment_resource;
 use bluegreen_e2e::real::{UPGRADE, artifacts};
+use bluegreen_examples::NAMESPACE;
 use bluegreen_examples::cross_cluster::{Cluster, CrossClusterStack, Placement, REMOTE_NAMESPACE};
 use bluegreen_examples::real::ExampleJob;
 use bluegreen_protocol::Color;
@@ -73,6 +77,9 @@ async fn a_real_job_moves_to_another_cluster_and_back_exactly_once() -> anyhow::
             child_parallelism(&stack, cluster, &child).await?,
             parallelism
         );
+        if cluster == Cluster::Remote {
+            the_remote_sidecar_reads_a_with_its_own_credential(&stack).await?;
+        }
         stack.commit_active(NAME).await?;
         let report = stack.home.file_report(NAME, &output, true).await?;
         eprintln!(
@@ -99,6 +106,46 @@ async fn a_real_job_moves_to_another_cluster_and_back_exactly_once() -> anyhow::
     Ok(())
 }
 
+/// Green's sidecar in B read A's ConfigMap with the credential the controller mounted: the Secret
+/// volume of its run holds a kubeconfig naming A with `tokenFile: token`, and that token may read
+/// the coordination ConfigMap in A but not list its Secrets.
+async fn the_remote_sidecar_reads_a_with_its_own_credential(
+    stack: &CrossClusterStack,
+) -> anyhow::Result<()> {
+    let volume = stack
+        .remote_volume(NAME, Color::Green)
+        .context("green's run in B mounted no Secret volume")?;
+    let text = std::fs::read_to_string(volume.join("kubeconfig"))?;
+    let kubeconfig: serde_yaml::Value = serde_yaml::from_str(&text)?;
+    let home = stack.home.server.url();
+    ensure!(
+        kubeconfig["clusters"][0]["cluster"]["server"].as_str() == Some(home.as_str())
+            && kubeconfig["users"][0]["user"]["tokenFile"].as_str() == Some("token"),
+        "{}: {text}",
+        volume.display()
+    );
+    let token = std::fs::read_to_string(volume.join("token"))?;
+    let http = reqwest::Client::new();
+    let status = |path: String| {
+        let request = http
+            .get(format!("{home}{path}"))
+            .bearer_auth(token.trim())
+            .send();
+        async move { anyhow::Ok(request.await?.status().as_u16()) }
+    };
+    let configmap = status(format!(
+        "/api/v1/namespaces/{NAMESPACE}/configmaps/{}",
+        bluegreen_protocol::configmap_name(NAME)
+    ))
+    .await?;
+    let secrets = status(format!("/api/v1/namespaces/{NAMESPACE}/secrets")).await?;
+    ensure!(
+        (configmap, secrets) == (200, 403),
+        "the mounted token reads the ConfigMap: {configmap}, lists A's Secrets: {secrets}"
+    );
+    Ok(())
+}
+
 /// `spec.job.parallelism` of the FlinkDeployment `child` in `cluster`.
 async fn child_parallelism(
     stack: &CrossClusterStack,
@@ -106,7 +153,7 @@ async fn child_parallelism(
     child: &str,
 ) -> anyhow::Result<i32> {
     let (client, namespace) = match cluster {
-        Cluster::Home => (stack.home.client.clone(), bluegreen_examples::NAMESPACE),
+        Cluster::Home => (stack.home.client.clone(), NAMESPACE),
         Cluster::Remote => (stack.remote.client(), REMOTE_NAMESPACE),
     };
     let api: Api<DynamicObject> =
