@@ -348,8 +348,9 @@ pub async fn remove(
 }
 
 /// Before a plan's status (`after`) is written: removes the credential of every remote child
-/// the plan forgets ([`gone`]), in the cluster `fbgd`'s status recorded. A cluster that cannot be
-/// used now keeps its Secret until the child is forgotten again (it is not, while it is down).
+/// the plan forgets ([`gone`]), in the cluster `fbgd`'s status recorded; a cluster this reconcile
+/// did not resolve is `Error::ClusterUnresolved`, retried (the plan forgets no child there while
+/// it cannot be used: nothing is decided then).
 pub async fn forget_gone(
     ctx: &Context,
     fbgd: &FlinkBlueGreenDeployment,
