@@ -168,14 +168,7 @@ async fn real_demo(stack: &LocalStack, a: &Artifacts, work: &Path) -> anyhow::Re
     }
     stack.commit_active(NAME).await?;
     let report = stack.file_report(NAME, &output, true).await?;
-    println!("\nphases of each upgrade (seconds since the spec change):");
-    println!(
-        "  {:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12}  controller",
-        "to", "savepoint", "running", "W set", "promoted", "old gone", "stack RSS"
-    );
-    for row in &rows {
-        println!("  {row}");
-    }
+    print_phases("upgrade", &rows);
     println!("\n{report}");
     if report.is_exactly_once_by_owner() {
         println!(
@@ -286,14 +279,7 @@ async fn cross_cluster_moves(stack: &CrossClusterStack, a: &Artifacts) -> anyhow
         }
     }
     let report = stack.home.file_report(NAME, &output, true).await?;
-    println!("\nphases of each move (seconds since the spec change):");
-    println!(
-        "  {:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12}  controller",
-        "to", "savepoint", "running", "W set", "promoted", "old gone", "stack RSS"
-    );
-    for row in &rows {
-        println!("  {row}");
-    }
+    print_phases("move", &rows);
     println!("\n{report}");
     println!(
         "\nexactly once across two clusters on real Flink: 0 duplicates, 0 losses, 0 wrong colors across 2 moves ({:.0} s)",
@@ -354,14 +340,7 @@ async fn kafka_demo(stack: &LocalStack, a: &Artifacts) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     let report = ledger::read_committed_report(stack, &broker, NAME, "out", &horizons).await?;
-    println!("\nphases of each upgrade (seconds since the spec change):");
-    println!(
-        "  {:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12}  controller",
-        "to", "savepoint", "running", "W set", "promoted", "old gone", "stack RSS"
-    );
-    for row in &rows {
-        println!("  {row}");
-    }
+    print_phases("upgrade", &rows);
     let peaks: Vec<String> = peaks.iter().map(u64::to_string).collect();
     println!(
         "\nread_committed lag peak per handover (records written by open transactions, all partitions): {}",
@@ -436,14 +415,7 @@ async fn sql_demo(stack: &LocalStack, a: &Artifacts, work: &Path) -> anyhow::Res
     let handovers = stack.promoted_handovers(NAME).await?;
     let last = records.iter().map(|r| r.ts).max().unwrap_or(0);
     let report = sql::judge(&job, &records, &handovers, last)?;
-    println!("\nphases of each upgrade (seconds since the spec change):");
-    println!(
-        "  {:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12}  controller",
-        "to", "savepoint", "running", "W set", "promoted", "old gone", "stack RSS"
-    );
-    for row in &rows {
-        println!("  {row}");
-    }
+    print_phases("upgrade", &rows);
     println!("\n{} records written; {report}", records.len());
     if report.is_exactly_once_by_owner() {
         println!(
@@ -453,6 +425,18 @@ async fn sql_demo(stack: &LocalStack, a: &Artifacts, work: &Path) -> anyhow::Res
         Ok(())
     } else {
         bail!("the SQL ledger found duplicates, losses, wrong colors or wrong values")
+    }
+}
+
+/// The table of `rows`, one line per handover (`what`: `upgrade` or `move`).
+fn print_phases(what: &str, rows: &[Row]) {
+    println!("\nphases of each {what} (seconds since the spec change):");
+    println!(
+        "  {:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>12}  controller",
+        "to", "savepoint", "running", "W set", "promoted", "old gone", "stack RSS"
+    );
+    for row in rows {
+        println!("  {row}");
     }
 }
 
