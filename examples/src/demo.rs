@@ -34,6 +34,18 @@ use serde_json::{Value, json};
 
 const NAME: &str = "orders";
 
+/// Prints one line of the demo's timeline: the seconds since `$started` (an `Instant`), then the
+/// message (`format!`'s arguments).
+macro_rules! say {
+    ($started:expr, $($message:tt)*) => {
+        println!(
+            "[{:>5.1}s] {}",
+            $started.elapsed().as_secs_f64(),
+            format_args!($($message)*)
+        )
+    };
+}
+
 /// The local blue/green upgrade demo.
 #[derive(Debug, Parser)]
 #[command(about)]
@@ -144,26 +156,20 @@ async fn real_demo(stack: &LocalStack, a: &Artifacts, work: &Path) -> anyhow::Re
     let started = Instant::now();
     let mut job = ExampleJob::new(&output);
     stack.create(NAME, job.spec(&a.job_jar)).await?;
-    println!(
-        "[{:>5.1}s] created {NAME}: the example job v1, parallelism 2, FileSink into {}",
-        started.elapsed().as_secs_f64(),
+    say!(
+        started,
+        "created {NAME}: the example job v1, parallelism 2, FileSink into {}",
         output.display()
     );
     stack
         .wait_steady(NAME, Color::Blue, Duration::from_mins(3))
         .await?;
-    println!(
-        "[{:>5.1}s] blue is running",
-        started.elapsed().as_secs_f64()
-    );
+    say!(started, "blue is running");
     let mut rows = Vec::new();
     for (version, parallelism, to) in [("v2", 3, Color::Green), ("v1", 3, Color::Blue)] {
         job.version = version.into();
         job.parallelism = parallelism;
-        println!(
-            "[{:>5.1}s] upgrade to {version}, parallelism {parallelism}",
-            started.elapsed().as_secs_f64()
-        );
+        say!(started, "upgrade to {version}, parallelism {parallelism}");
         rows.push(upgrade(stack, &started, job.template_patch(), to).await?);
     }
     stack.commit_active(NAME).await?;
@@ -217,16 +223,16 @@ async fn cross_cluster_moves(stack: &CrossClusterStack, a: &Artifacts) -> anyhow
         .home
         .create(NAME, stack.spec(&job, &a.job_jar))
         .await?;
-    println!(
-        "[{:>5.1}s] created {NAME} in A: the example job v1, parallelism 2, no spec.cluster (it runs at home)",
-        started.elapsed().as_secs_f64()
+    say!(
+        started,
+        "created {NAME} in A: the example job v1, parallelism 2, no spec.cluster (it runs at home)"
     );
     stack
         .wait_steady(NAME, Color::Blue, Duration::from_mins(3))
         .await?;
-    println!(
-        "[{:>5.1}s] blue runs in cluster A ({})",
-        started.elapsed().as_secs_f64(),
+    say!(
+        started,
+        "blue runs in cluster A ({})",
         stack.placement().await?
     );
     let mut rows = Vec::new();
@@ -248,16 +254,13 @@ async fn cross_cluster_moves(stack: &CrossClusterStack, a: &Artifacts) -> anyhow
     ] {
         job.version = version.into();
         job.parallelism = parallelism;
-        println!(
-            "[{:>5.1}s] {what}, {version}, parallelism {parallelism}",
-            started.elapsed().as_secs_f64()
-        );
+        say!(started, "{what}, {version}, parallelism {parallelism}");
         rows.push(upgrade(&stack.home, &started, stack.move_patch(&job, cluster), to).await?);
         stack.commit_active(NAME).await?;
         let report = stack.home.file_report(NAME, &output, true).await?;
-        println!(
-            "[{:>5.1}s] {to} runs in {cluster} ({}); file ledger so far: {} lines, {} duplicates, {} losses, {} wrong colors",
-            started.elapsed().as_secs_f64(),
+        say!(
+            started,
+            "{to} runs in {cluster} ({}); file ledger so far: {} lines, {} duplicates, {} losses, {} wrong colors",
             stack.placement().await?,
             report.total_lines(),
             report.duplicates,
@@ -296,9 +299,9 @@ async fn kafka_demo(stack: &LocalStack, a: &Artifacts) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut broker = kafka::with_input("in", "out", JITTER_MS).await?;
     let lag = broker.watch_lag("out", Duration::from_millis(500))?;
-    println!(
-        "[{:>5.1}s] Kafka {} broker on {}: topics in and out ({} partitions), writing {} records/s into each partition of in",
-        started.elapsed().as_secs_f64(),
+    say!(
+        started,
+        "Kafka {} broker on {}: topics in and out ({} partitions), writing {} records/s into each partition of in",
         kafka::KAFKA_VERSION,
         broker.bootstrap,
         kafka::PARTITIONS,
@@ -308,26 +311,20 @@ async fn kafka_demo(stack: &LocalStack, a: &Artifacts) -> anyhow::Result<()> {
     job.topology = "kafka".into();
     job.extra_args = kafka::job_args(&broker.bootstrap, "in", "out", JITTER_MS);
     stack.create(NAME, job.spec(&a.job_jar)).await?;
-    println!(
-        "[{:>5.1}s] created {NAME}: the example job v1, parallelism 2, KafkaSource(in) -> count -> gate -> KafkaSink(out) EXACTLY_ONCE, prefix per color",
-        started.elapsed().as_secs_f64()
+    say!(
+        started,
+        "created {NAME}: the example job v1, parallelism 2, KafkaSource(in) -> count -> gate -> KafkaSink(out) EXACTLY_ONCE, prefix per color"
     );
     stack
         .wait_steady(NAME, Color::Blue, Duration::from_mins(3))
         .await?;
-    println!(
-        "[{:>5.1}s] blue is running",
-        started.elapsed().as_secs_f64()
-    );
+    say!(started, "blue is running");
     let mut rows = Vec::new();
     let mut peaks = Vec::new();
     for (version, parallelism, to) in [("v2", 3, Color::Green), ("v1", 2, Color::Blue)] {
         job.version = version.into();
         job.parallelism = parallelism;
-        println!(
-            "[{:>5.1}s] upgrade to {version}, parallelism {parallelism}",
-            started.elapsed().as_secs_f64()
-        );
+        say!(started, "upgrade to {version}, parallelism {parallelism}");
         let from = now_ms();
         rows.push(upgrade(stack, &started, job.template_patch(), to).await?);
         peaks.push(lag.peak(from, now_ms())?);
@@ -335,9 +332,9 @@ async fn kafka_demo(stack: &LocalStack, a: &Artifacts) -> anyhow::Result<()> {
     broker.stop_producers();
     let horizons = broker.end_offsets("in").await?;
     let produced: u64 = horizons.values().sum();
-    println!(
-        "[{:>5.1}s] input stopped at {produced} records; a checkpoint commits the rest",
-        started.elapsed().as_secs_f64()
+    say!(
+        started,
+        "input stopped at {produced} records; a checkpoint commits the rest"
     );
     let report = ledger::read_committed_report(stack, &broker, NAME, "out", &horizons).await?;
     print_phases("upgrade", &rows);
@@ -370,9 +367,9 @@ async fn sql_demo(stack: &LocalStack, a: &Artifacts, work: &Path) -> anyhow::Res
     std::fs::create_dir_all(job.input())?;
     let script = job.write_script()?;
     stack.create(NAME, job.spec(&jar)).await?;
-    println!(
-        "[{:>5.1}s] created {NAME}: bluegreen-sql-runner --script {} (a projection, TUMBLE, HOP and CUMULATE window counts and an interval join into filesystem tables under {})",
-        started.elapsed().as_secs_f64(),
+    say!(
+        started,
+        "created {NAME}: bluegreen-sql-runner --script {} (a projection, TUMBLE, HOP and CUMULATE window counts and an interval join into filesystem tables under {})",
         script.display(),
         job.work.join("output").display()
     );
@@ -380,9 +377,9 @@ async fn sql_demo(stack: &LocalStack, a: &Artifacts, work: &Path) -> anyhow::Res
         .wait_steady(NAME, Color::Blue, Duration::from_mins(3))
         .await?;
     let input = InputWriter::start(&job.input())?;
-    println!(
-        "[{:>5.1}s] blue is running; writing one CSV file of 50 orders a second into {}",
-        started.elapsed().as_secs_f64(),
+    say!(
+        started,
+        "blue is running; writing one CSV file of 50 orders a second into {}",
         job.input().display()
     );
     tokio::time::sleep(Duration::from_secs(10)).await;
@@ -391,9 +388,9 @@ async fn sql_demo(stack: &LocalStack, a: &Artifacts, work: &Path) -> anyhow::Res
         job.version = version.into();
         job.parallelism = parallelism;
         let script = job.write_script()?;
-        println!(
-            "[{:>5.1}s] upgrade to {} ({version}), parallelism {parallelism}",
-            started.elapsed().as_secs_f64(),
+        say!(
+            started,
+            "upgrade to {} ({version}), parallelism {parallelism}",
             script.display()
         );
         // As in tests/tests/real_sql.rs: no input while the incoming job starts (docs/sql.md).
@@ -512,9 +509,9 @@ async fn upgrade(
                 };
                 slot.get_or_insert(at);
                 let w = t.toggle.map_or_else(String::new, |w| format!(" W={w}"));
-                println!(
-                    "[{:>5.1}s]   {} -> {}: {phase}{w}",
-                    started.elapsed().as_secs_f64(),
+                say!(
+                    started,
+                    "  {} -> {}: {phase}{w}",
                     t.from.map_or("-", |c| c.as_str()),
                     t.to
                 );
@@ -522,10 +519,7 @@ async fn upgrade(
             }
         } else if status.active_color == Some(to) {
             row.done = at;
-            println!(
-                "[{:>5.1}s]   {to} is live, the old job is gone ({at:.1} s)",
-                started.elapsed().as_secs_f64()
-            );
+            say!(started, "  {to} is live, the old job is gone ({at:.1} s)");
             break;
         }
         if t0.elapsed() > Duration::from_mins(3) {
@@ -579,27 +573,21 @@ fn stack_rss_mib() -> u64 {
 async fn simulated_demo(stack: &LocalStack) -> anyhow::Result<()> {
     let started = Instant::now();
     stack.create(NAME, orders_job("v1", 2)).await?;
-    println!(
-        "[{:>5.1}s] created FlinkBlueGreenDeployment {NAME} (image orders:v1, parallelism 2)",
-        started.elapsed().as_secs_f64()
+    say!(
+        started,
+        "created FlinkBlueGreenDeployment {NAME} (image orders:v1, parallelism 2)"
     );
     stack
         .wait_steady(NAME, Color::Blue, Duration::from_mins(2))
         .await?;
-    println!(
-        "[{:>5.1}s] blue is running",
-        started.elapsed().as_secs_f64()
-    );
+    say!(started, "blue is running");
     let upgrades = [
         ("v2", 4, Color::Green, "image orders:v2, parallelism 2 -> 4"),
         ("v3", 4, Color::Blue, "image orders:v3"),
         ("v4", 2, Color::Green, "image orders:v4, parallelism 4 -> 2"),
     ];
     for (version, parallelism, to, what) in upgrades {
-        println!(
-            "[{:>5.1}s] upgrade: {what}",
-            started.elapsed().as_secs_f64()
-        );
+        say!(started, "upgrade: {what}");
         upgrade(
             stack,
             &started,
