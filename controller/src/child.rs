@@ -301,22 +301,31 @@ mod tests {
             ..ctx()
         };
         let child = build(&remote, &s, &valid(&s), Color::Blue, "abc", None).expect("valid");
-        let pod = &child["spec"]["podTemplate"]["spec"];
-        assert_eq!(
-            pod["volumes"],
-            json!([{"name": "bluegreen-home", "secret": {"secretName": "orders-blue-bluegreen-home"}}])
-        );
-        let main = container(pod, injection::MAIN_CONTAINER);
-        assert_eq!(
-            main["volumeMounts"],
-            json!([{"name": "bluegreen-home", "mountPath": "/etc/bluegreen/home", "readOnly": true}])
-        );
+        // The environment on the common template's main container; the volume and its mount in
+        // the TaskManager pod template (the JobManager does not read the ConfigMap).
+        let common = &child["spec"]["podTemplate"]["spec"];
+        assert!(common.get("volumes").is_none(), "{common}");
+        let main = container(common, injection::MAIN_CONTAINER);
         assert_eq!(
             env_of(main, injection::env::HOME_KUBECONFIG),
             Some(&json!("/etc/bluegreen/home/kubeconfig"))
         );
         assert_eq!(env_of(main, "KUBECONFIG"), None);
-        assert!(child["spec"].get("taskManager").is_none());
+        assert!(main.get("volumeMounts").is_none(), "{main}");
+        let tm = &child["spec"]["taskManager"]["podTemplate"]["spec"];
+        assert_eq!(
+            tm["volumes"],
+            json!([{"name": "bluegreen-home", "secret": {"secretName": "orders-blue-bluegreen-home"}}])
+        );
+        let tm_main = container(tm, injection::MAIN_CONTAINER);
+        assert_eq!(
+            tm_main["volumeMounts"],
+            json!([{"name": "bluegreen-home", "mountPath": "/etc/bluegreen/home", "readOnly": true}])
+        );
+        assert!(
+            !tm.to_string().contains(injection::SIDECAR_CONTAINER),
+            "{tm}"
+        );
     }
 
     #[test]

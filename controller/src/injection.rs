@@ -311,25 +311,23 @@ pub fn inject(
         vars.push(env_var(env::SIDECAR_URL, &url));
     }
     let home = target.home_secret.map(home_volume);
-    if let Some(volume) = home.as_ref().filter(|_| !inject_sidecar) {
-        // No sidecar of ours: the JNI shim reads the kubeconfig from the main container, in
-        // every pod of the child (the volume is in the common template with the mount).
+    if home.is_some() && !inject_sidecar {
+        // No sidecar of ours: the JNI shim reads the kubeconfig in the TaskManagers' main
+        // container.
         vars.push(env_var(env::HOME_KUBECONFIG, HOME_KUBECONFIG));
-        put_named(common.spec_fields_mut(), VOLUMES_KEY, volume);
-        put_named(
-            &mut main_container(&mut common).other,
-            VOLUME_MOUNTS_KEY,
-            &home_mount(),
-        );
     }
     set_main_env(&mut common, vars);
     write(other, POD_TEMPLATE_KEY, &common);
     if inject_sidecar {
         let container = sidecar_container(sidecar, target);
         add_task_manager_container(&common, &mut task_manager, &container);
-        if let Some(volume) = &home {
-            add_task_manager_volume(&common, &mut task_manager, volume);
-        }
+    } else if home.is_some() {
+        mount_in_task_manager_main(&common, &mut task_manager, &home_mount());
+    }
+    if let Some(volume) = &home {
+        add_task_manager_volume(&common, &mut task_manager, volume);
+    }
+    if inject_sidecar || home.is_some() {
         write(other, TASK_MANAGER_KEY, &task_manager);
     }
 }
@@ -484,6 +482,38 @@ fn add_task_manager_container(
     containers.push(serde_json::from_value(value).expect("a Container has a name"));
 }
 
+/// Adds `mount` to the main container of the TaskManager pod template: its own entry if it has
+/// one, else one at the main container's position in the common template (after name-only
+/// entries for the common containers before it), for the same reason as
+/// [`add_task_manager_container`]: the operator merges the container lists by position (or by
+/// name).
+fn mount_in_task_manager_main(
+    common: &PodTemplate,
+    task_manager: &mut TaskManagerPart,
+    mount: &VolumeMount,
+) {
+    let template = task_manager
+        .pod_template
+        .get_or_insert_with(PodTemplate::default);
+    let containers = template.containers_mut();
+    if !containers.iter().any(|c| c.name == MAIN_CONTAINER) {
+        let before_main = common
+            .containers()
+            .iter()
+            .take_while(|c| c.name != MAIN_CONTAINER)
+            .skip(containers.len())
+            .map(|c| ContainerPart::named(&c.name))
+            .collect::<Vec<_>>();
+        containers.extend(before_main);
+        containers.push(ContainerPart::named(MAIN_CONTAINER));
+    }
+    let main = containers
+        .iter_mut()
+        .find(|c| c.name == MAIN_CONTAINER)
+        .expect("added above");
+    put_named(&mut main.other, VOLUME_MOUNTS_KEY, mount);
+}
+
 /// Appends `volume` to the TaskManager pod template, after a name-only entry for each common
 /// volume beyond the TaskManager's own, for the same reason as [`add_task_manager_container`]:
 /// the operator merges the volume lists by position (or by name).
@@ -596,10 +626,12 @@ mod tests {
     }
 
     /// For a child in another cluster the rendered TaskManager pod has the user's volumes as
-    /// written and the home Secret's volume once, whichever way the operator merges lists.
+    /// written and the home Secret's volume once, whichever way the operator merges lists, and the
+    /// container that reads the ConfigMap (the sidecar, or the main container with
+    /// `inject: false`) mounts it once.
     #[test]
     fn a_remote_childs_home_volume_is_added_once_and_the_users_volumes_are_kept() {
-        let users: [BTreeMap<String, Value>; 3] = [
+        let users: [BTreeMap<String, Value>; 4] = [
             BTreeMap::new(),
             [(
                 "podTemplate".to_owned(),
@@ -617,26 +649,69 @@ mod tests {
                 ),
             ]
             .into(),
+            [
+                (
+                    "podTemplate".to_owned(),
+                    json!({"spec": {"containers": [{"name": "log-shipper", "image": "fluent"}, {"name": "flink-main-container"}]}}),
+                ),
+                (
+                    "taskManager".to_owned(),
+                    json!({"podTemplate": {"spec": {"volumes": [{"name": "tm", "emptyDir": {}}, {"name": "tm2", "emptyDir": {}}]}}}),
+                ),
+            ]
+            .into(),
         ];
         let remote = GateTarget {
             home_secret: Some("orders-green-bluegreen-home"),
             ..target()
         };
-        for user in users {
-            for by_name in [false, true] {
-                let mut home = user.clone();
-                read_and_inject(&mut home, &SidecarInjection::default(), target());
-                let mut away = user.clone();
-                read_and_inject(&mut away, &SidecarInjection::default(), remote);
-                let volumes = |other: &BTreeMap<String, Value>| {
-                    rendered(other, by_name)["spec"]["volumes"]
-                        .as_array()
-                        .cloned()
-                        .unwrap_or_default()
-                };
-                let mut expected = volumes(&home);
-                expected.push(json!({"name": "bluegreen-home", "secret": {"secretName": "orders-green-bluegreen-home"}}));
-                assert_eq!(volumes(&away), expected, "{user:?}, by name: {by_name}");
+        let off = SidecarInjection {
+            inject: false,
+            ..SidecarInjection::default()
+        };
+        for sidecar in [SidecarInjection::default(), off] {
+            let reader = if sidecar.inject {
+                SIDECAR_CONTAINER
+            } else {
+                MAIN_CONTAINER
+            };
+            for user in &users {
+                for by_name in [false, true] {
+                    let mut home = user.clone();
+                    read_and_inject(&mut home, &sidecar, target());
+                    let mut away = user.clone();
+                    read_and_inject(&mut away, &sidecar, remote);
+                    let volumes = |pod: &Value| {
+                        let mut list = pod["spec"]["volumes"]
+                            .as_array()
+                            .cloned()
+                            .unwrap_or_default();
+                        list.sort_by_key(ToString::to_string);
+                        list
+                    };
+                    let pod = rendered(&away, by_name);
+                    let mut expected = volumes(&rendered(&home, by_name));
+                    expected.push(json!({"name": "bluegreen-home", "secret": {"secretName": "orders-green-bluegreen-home"}}));
+                    expected.sort_by_key(ToString::to_string);
+                    let case = format!("{user:?}, by name: {by_name}, inject: {}", sidecar.inject);
+                    assert_eq!(volumes(&pod), expected, "{case}");
+                    let mut mounts = Vec::new();
+                    for c in containers(&pod) {
+                        for m in c["volumeMounts"].as_array().into_iter().flatten() {
+                            if m["name"] == HOME_VOLUME {
+                                mounts.push((c["name"].clone(), m.clone()));
+                            }
+                        }
+                    }
+                    assert_eq!(
+                        mounts,
+                        [(
+                            json!(reader),
+                            json!({"name": HOME_VOLUME, "mountPath": HOME_DIR, "readOnly": true})
+                        )],
+                        "{case}"
+                    );
+                }
             }
         }
     }
