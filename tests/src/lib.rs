@@ -1,10 +1,12 @@
 //! End-to-end tests live in `tests/tests/`; this library holds what several of them share: the
 //! `orders` deployment running blue on the simulated stack, an image change that starts a
-//! handover, controller replicas electing a leader on a Lease, the real-Flink bed (`real`) and, from
-//! the examples crate, a real Kafka broker with its producer and `read_committed` oracle (`kafka`).
+//! handover, controller replicas electing a leader on a Lease, the real-Flink bed (`real`), the
+//! simulated two-cluster bed (`two_clusters`) and, from the examples crate, a real Kafka broker
+//! with its producer and `read_committed` oracle (`kafka`).
 #![forbid(unsafe_code)]
 
 pub mod real;
+pub mod two_clusters;
 
 pub use bluegreen_examples::kafka;
 
