@@ -241,8 +241,8 @@ pub fn gone(before: &ChildClusters, after: &ChildClusters) -> Vec<(Color, Target
 
 /// Makes sure the remote gates of `fbgd`'s child of `color` in `cluster` (reached by `reach`)
 /// have their credential: the gates' Role, the ServiceAccount and its RoleBinding in the home
-/// namespace `namespace`, and the Secret in the remote namespace, written when missing, when
-/// its home API server changed or when [`rotation_due`]. Repeats harmlessly.
+/// namespace `namespace` (applied every time: this runs before the child is applied), and the
+/// Secret in the remote namespace, written unless [`current`]. Repeats harmlessly.
 pub async fn ensure(
     ctx: &Context,
     fbgd: &FlinkBlueGreenDeployment,
@@ -273,24 +273,8 @@ pub async fn ensure(
         .await?;
 
     let config = kubeconfig(server, ctx.home_api.ca_pem.as_deref(), namespace);
-    let secrets: Api<Secret> = Api::namespaced(reach.client.clone(), &reach.namespace);
-    let secret_name = secret_name(&name, color);
-    if let Some(existing) = secrets.get_opt(&secret_name).await? {
-        let same_config = existing
-            .data
-            .as_ref()
-            .and_then(|d| d.get(KUBECONFIG_KEY))
-            .is_some_and(|k| k.0 == serde_json::to_vec_pretty(&config).unwrap_or_default());
-        let expires = existing.annotations().get(TOKEN_EXPIRES_ANNOTATION);
-        if same_config
-            && !rotation_due(
-                expires.map(String::as_str),
-                jiff::Timestamp::now(),
-                ctx.gate_tokens,
-            )
-        {
-            return Ok(());
-        }
+    if current(ctx, &name, color, &config, reach).await? {
+        return Ok(());
     }
     let request = TokenRequest {
         spec: Some(TokenRequestSpec {
@@ -313,12 +297,40 @@ pub async fn ensure(
         });
     };
     let expires = expires.0.to_string();
+    let secret_name = secret_name(&name, color);
     let body = secret(&reach.namespace, &name, color, &config, &token, &expires)?;
-    secrets
+    Api::<Secret>::namespaced(reach.client.clone(), &reach.namespace)
         .patch(&secret_name, &params, &Patch::Apply(&body))
         .await?;
     tracing::info!(deployment = %name, %color, secret = %secret_name, %expires, "remote gates' token written");
     Ok(())
+}
+
+/// Whether the Secret of the remote gates of `deployment`'s `color` exists in the cluster `reach`
+/// reaches with the kubeconfig `config` and a token not yet due for rotation ([`rotation_due`]).
+async fn current(
+    ctx: &Context,
+    deployment: &str,
+    color: Color,
+    config: &Kubeconfig,
+    reach: &Reach,
+) -> Result<bool> {
+    let secrets: Api<Secret> = Api::namespaced(reach.client.clone(), &reach.namespace);
+    let Some(existing) = secrets.get_opt(&secret_name(deployment, color)).await? else {
+        return Ok(false);
+    };
+    let same_config = existing
+        .data
+        .as_ref()
+        .and_then(|d| d.get(KUBECONFIG_KEY))
+        .is_some_and(|k| k.0 == serde_json::to_vec_pretty(config).unwrap_or_default());
+    let expires = existing.annotations().get(TOKEN_EXPIRES_ANNOTATION);
+    Ok(same_config
+        && !rotation_due(
+            expires.map(String::as_str),
+            jiff::Timestamp::now(),
+            ctx.gate_tokens,
+        ))
 }
 
 /// Removes the credential of the remote gates of `fbgd`'s child of `color` (whose cluster
@@ -370,8 +382,10 @@ pub async fn forget_gone(
     Ok(())
 }
 
-/// After a plan ran: rotates (or writes again) the credential of each child the status records
-/// in another cluster (`clusters`) and the observation saw up (not being deleted).
+/// After a plan ran: for each child the status records in another cluster (`clusters`) and the
+/// observation saw up (not being deleted), reads its gates' Secret there and, unless
+/// [`current`], writes the credential again ([`ensure`]): a token due for rotation, a changed
+/// home API server, a Secret deleted by hand. One read per child while nothing is due.
 pub async fn refresh(
     ctx: &Context,
     fbgd: &FlinkBlueGreenDeployment,
@@ -382,6 +396,7 @@ pub async fn refresh(
     let namespace = fbgd
         .namespace()
         .ok_or(Error::MissingMetadata("namespace"))?;
+    let name = fbgd.name_any();
     for &color in Color::ALL {
         let Some(cluster) = clusters.of(color) else {
             continue;
@@ -392,7 +407,14 @@ pub async fn refresh(
         let Some(reach) = reaches.get(Some(cluster)) else {
             continue;
         };
-        ensure(ctx, fbgd, &namespace, color, cluster, reach).await?;
+        let config = kubeconfig(
+            home_server(cluster, &ctx.home_api)?,
+            ctx.home_api.ca_pem.as_deref(),
+            &namespace,
+        );
+        if !current(ctx, &name, color, &config, reach).await? {
+            ensure(ctx, fbgd, &namespace, color, cluster, reach).await?;
+        }
     }
     Ok(())
 }
