@@ -242,7 +242,8 @@ pub fn gone(before: &ChildClusters, after: &ChildClusters) -> Vec<(Color, Target
 /// Makes sure the remote gates of `fbgd`'s child of `color` in `cluster` (reached by `reach`)
 /// have their credential: the gates' Role, the ServiceAccount and its RoleBinding in the home
 /// namespace `namespace` (applied every time: this runs before the child is applied), and the
-/// Secret in the remote namespace, written unless [`current`]. Repeats harmlessly.
+/// Secret in the remote namespace, written unless it is current (the same kubeconfig, a token not
+/// due for rotation). Repeats harmlessly.
 pub async fn ensure(
     ctx: &Context,
     fbgd: &FlinkBlueGreenDeployment,
@@ -384,7 +385,7 @@ pub async fn forget_gone(
 
 /// After a plan ran: for each child the status records in another cluster (`clusters`) and the
 /// observation saw up (not being deleted), reads its gates' Secret there and, unless
-/// [`current`], writes the credential again ([`ensure`]): a token due for rotation, a changed
+/// it is current, writes the credential again ([`ensure`]): a token due for rotation, a changed
 /// home API server, a Secret deleted by hand. One read per child while nothing is due.
 pub async fn refresh(
     ctx: &Context,
