@@ -6,6 +6,7 @@
 use bluegreen_protocol::{Color, CoordinationState, check_transition, configmap_name};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
@@ -254,9 +255,9 @@ fn child_body(
 }
 
 /// Server-side applies the gates' Role and the RoleBinding of the child of `color` to the service
-/// account of `valid` (owned by the resource, so they are garbage-collected with it). Runs before every apply of that child, so
-/// its TaskManagers can read the ConfigMap from their first start, and repeats harmlessly after a
-/// restart.
+/// account of `valid` (owned by the resource, so they are garbage-collected with it). Runs before
+/// every apply of that child, so its TaskManagers can read the ConfigMap from their first start,
+/// and repeats harmlessly after a restart.
 async fn apply_gate_rbac(
     ctx: &Context,
     fbgd: &FlinkBlueGreenDeployment,
@@ -265,23 +266,38 @@ async fn apply_gate_rbac(
     color: Color,
 ) -> Result<()> {
     let name = fbgd.name_any();
-    let owner = fbgd
-        .controller_owner_ref(&())
-        .ok_or(Error::MissingMetadata("uid"))?;
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    let role = gate_rbac::role(namespace, &name, owner.clone());
-    Api::<Role>::namespaced(ctx.client.clone(), namespace)
-        .patch(&gate_rbac::role_name(&name), &params, &Patch::Apply(&role))
-        .await?;
+    let owner = apply_gate_role(ctx, fbgd, namespace).await?;
     let binding = gate_rbac::role_binding(namespace, &name, color, &valid.service_account, owner);
     Api::<RoleBinding>::namespaced(ctx.client.clone(), namespace)
         .patch(
             &gate_rbac::role_binding_name(&name, color),
-            &params,
+            &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(&binding),
         )
         .await?;
     Ok(())
+}
+
+/// Server-side applies the gates' Role of `fbgd` in `namespace` (get/list/watch on its
+/// ConfigMap), owned by the resource; returns that owner reference for what is bound to it.
+pub(crate) async fn apply_gate_role(
+    ctx: &Context,
+    fbgd: &FlinkBlueGreenDeployment,
+    namespace: &str,
+) -> Result<OwnerReference> {
+    let name = fbgd.name_any();
+    let owner = fbgd
+        .controller_owner_ref(&())
+        .ok_or(Error::MissingMetadata("uid"))?;
+    let role = gate_rbac::role(namespace, &name, owner.clone());
+    Api::<Role>::namespaced(ctx.client.clone(), namespace)
+        .patch(
+            &gate_rbac::role_name(&name),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&role),
+        )
+        .await?;
+    Ok(owner)
 }
 
 /// The REST client of the child of `color`, in the cluster `reach` reaches, and its job id.

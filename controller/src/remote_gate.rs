@@ -19,11 +19,11 @@ use bluegreen_protocol::Color;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{AuthInfo, Cluster, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
-use kube::{Resource, ResourceExt};
 
 use crate::clusters::Reaches;
 use crate::observed::Observed;
@@ -31,7 +31,7 @@ use crate::observed::Observed;
 use crate::clusters::Reach;
 use crate::context::{Context, GateTokens, HomeApi};
 use crate::error::{Error, Result, SpecError};
-use crate::execute::delete_if_present;
+use crate::execute::{apply_gate_role, delete_if_present};
 use crate::gate_rbac;
 use crate::names::{FIELD_MANAGER, LABEL_COLOR, LABEL_DEPLOYMENT, child_name};
 use crate::resource::{ChildClusters, FlinkBlueGreenDeployment, TargetCluster};
@@ -254,14 +254,8 @@ pub async fn ensure(
 ) -> Result<()> {
     let name = fbgd.name_any();
     let server = home_server(cluster, &ctx.home_api)?;
-    let owner = fbgd
-        .controller_owner_ref(&())
-        .ok_or(Error::MissingMetadata("uid"))?;
+    let owner = apply_gate_role(ctx, fbgd, namespace).await?;
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    let role = gate_rbac::role(namespace, &name, owner.clone());
-    Api::<Role>::namespaced(ctx.client.clone(), namespace)
-        .patch(&gate_rbac::role_name(&name), &params, &Patch::Apply(&role))
-        .await?;
     let account = service_account_name(&name, color);
     let accounts: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
     let sa = service_account(namespace, &name, color, owner.clone());
