@@ -252,25 +252,53 @@ pub async fn ensure(
     cluster: &TargetCluster,
     reach: &Reach,
 ) -> Result<()> {
+    let config = kubeconfig(
+        home_server(cluster, &ctx.home_api)?,
+        ctx.home_api.ca_pem.as_deref(),
+        namespace,
+    );
+    apply_account(ctx, fbgd, namespace, color).await?;
+    if !current(ctx, &fbgd.name_any(), color, &config, reach).await? {
+        write_token(ctx, fbgd, namespace, color, &config, reach).await?;
+    }
+    Ok(())
+}
+
+/// Server-side applies the gates' Role, and the ServiceAccount and RoleBinding of the remote
+/// gates of `fbgd`'s `color`, in the home namespace `namespace`.
+async fn apply_account(
+    ctx: &Context,
+    fbgd: &FlinkBlueGreenDeployment,
+    namespace: &str,
+    color: Color,
+) -> Result<()> {
     let name = fbgd.name_any();
-    let server = home_server(cluster, &ctx.home_api)?;
     let owner = apply_gate_role(ctx, fbgd, namespace).await?;
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let account = service_account_name(&name, color);
-    let accounts: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
     let sa = service_account(namespace, &name, color, owner.clone());
-    accounts
+    Api::<ServiceAccount>::namespaced(ctx.client.clone(), namespace)
         .patch(&account, &params, &Patch::Apply(&sa))
         .await?;
     let binding = role_binding(namespace, &name, color, owner);
     Api::<RoleBinding>::namespaced(ctx.client.clone(), namespace)
         .patch(&account, &params, &Patch::Apply(&binding))
         .await?;
+    Ok(())
+}
 
-    let config = kubeconfig(server, ctx.home_api.ca_pem.as_deref(), namespace);
-    if current(ctx, &name, color, &config, reach).await? {
-        return Ok(());
-    }
+/// Issues a token of the remote gates' ServiceAccount (TokenRequest) and writes it, with the
+/// kubeconfig `config`, into their Secret in the cluster `reach` reaches.
+async fn write_token(
+    ctx: &Context,
+    fbgd: &FlinkBlueGreenDeployment,
+    namespace: &str,
+    color: Color,
+    config: &Kubeconfig,
+    reach: &Reach,
+) -> Result<()> {
+    let name = fbgd.name_any();
+    let account = service_account_name(&name, color);
     let request = TokenRequest {
         spec: Some(TokenRequestSpec {
             expiration_seconds: Some(
@@ -280,7 +308,7 @@ pub async fn ensure(
         }),
         ..TokenRequest::default()
     };
-    let issued = accounts
+    let issued = Api::<ServiceAccount>::namespaced(ctx.client.clone(), namespace)
         .create_token_request(&account, &PostParams::default(), &request)
         .await?;
     let (Some(token), Some(expires)) = issued
@@ -293,9 +321,13 @@ pub async fn ensure(
     };
     let expires = expires.0.to_string();
     let secret_name = secret_name(&name, color);
-    let body = secret(&reach.namespace, &name, color, &config, &token, &expires)?;
+    let body = secret(&reach.namespace, &name, color, config, &token, &expires)?;
     Api::<Secret>::namespaced(reach.client.clone(), &reach.namespace)
-        .patch(&secret_name, &params, &Patch::Apply(&body))
+        .patch(
+            &secret_name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&body),
+        )
         .await?;
     tracing::info!(deployment = %name, %color, secret = %secret_name, %expires, "remote gates' token written");
     Ok(())
@@ -378,8 +410,8 @@ pub async fn forget_gone(
 }
 
 /// After a plan ran: for each child the status records in another cluster (`clusters`) and the
-/// observation saw up (not being deleted), reads its gates' Secret there and, unless
-/// it is current, writes the credential again ([`ensure`]): a token due for rotation, a changed
+/// observation saw up (not being deleted), reads its gates' Secret there and, unless it is
+/// current, writes the credential again (as [`ensure`] does): a token due for rotation, a changed
 /// home API server, a Secret deleted by hand. One read per child while nothing is due.
 pub async fn refresh(
     ctx: &Context,
@@ -408,7 +440,8 @@ pub async fn refresh(
             &namespace,
         );
         if !current(ctx, &name, color, &config, reach).await? {
-            ensure(ctx, fbgd, &namespace, color, cluster, reach).await?;
+            apply_account(ctx, fbgd, &namespace, color).await?;
+            write_token(ctx, fbgd, &namespace, color, &config, reach).await?;
         }
     }
     Ok(())
