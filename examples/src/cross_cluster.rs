@@ -167,22 +167,9 @@ impl CrossClusterStack {
 
     /// The FlinkDeployments in each cluster.
     pub async fn placement(&self) -> anyhow::Result<Placement> {
-        let names = |client: kube::Client, namespace: &str| {
-            let api: Api<DynamicObject> =
-                Api::namespaced_with(client, namespace, &flink_deployment_resource());
-            async move {
-                let list = api.list(&ListParams::default()).await?;
-                anyhow::Ok(
-                    list.items
-                        .into_iter()
-                        .filter_map(|o| o.metadata.name)
-                        .collect::<Vec<_>>(),
-                )
-            }
-        };
         Ok(Placement {
-            home: names(self.home.client.clone(), NAMESPACE).await?,
-            remote: names(self.remote.client(), REMOTE_NAMESPACE).await?,
+            home: flink_deployment_names(&self.home.client, NAMESPACE).await?,
+            remote: flink_deployment_names(&self.remote.client(), REMOTE_NAMESPACE).await?,
         })
     }
 
@@ -263,4 +250,22 @@ impl CrossClusterStack {
         self.remote_flink.shutdown();
         self.remote.shutdown().await;
     }
+}
+
+/// The names of the FlinkDeployments in `namespace` of the cluster `client` reaches.
+///
+/// # Errors
+/// When that cluster does not answer.
+pub async fn flink_deployment_names(
+    client: &kube::Client,
+    namespace: &str,
+) -> anyhow::Result<Vec<String>> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &flink_deployment_resource());
+    let list = api.list(&ListParams::default()).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter_map(|o| o.metadata.name)
+        .collect())
 }

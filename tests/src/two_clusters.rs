@@ -14,6 +14,7 @@ use bluegreen_controller::context::{Context, GateTokens, HomeApi, flink_deployme
 use bluegreen_controller::resource::{
     FlinkBlueGreenDeployment, FlinkBlueGreenDeploymentSpec, Outcome, Phase,
 };
+use bluegreen_examples::cross_cluster::flink_deployment_names;
 use bluegreen_examples::orders_job;
 use bluegreen_local_apiserver::{AuthMode, LocalApiServer, Options};
 use bluegreen_local_flink::crd::install_flink_deployment_crd;
@@ -465,22 +466,9 @@ impl TwoClusters {
     /// # Errors
     /// When either does not answer.
     pub async fn children(&self) -> anyhow::Result<(Vec<String>, Vec<String>)> {
-        let names = |client: &kube::Client, ns: &str| {
-            let api: Api<DynamicObject> =
-                Api::namespaced_with(client.clone(), ns, &flink_deployment_resource());
-            async move {
-                let list = api.list(&ListParams::default()).await?;
-                anyhow::Ok(
-                    list.items
-                        .into_iter()
-                        .filter_map(|o| o.metadata.name)
-                        .collect::<Vec<_>>(),
-                )
-            }
-        };
         Ok((
-            names(&self.a, HOME_NS).await?,
-            names(&self.b, REMOTE_NS).await?,
+            flink_deployment_names(&self.a, HOME_NS).await?,
+            flink_deployment_names(&self.b, REMOTE_NS).await?,
         ))
     }
 
