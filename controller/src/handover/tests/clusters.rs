@@ -18,6 +18,13 @@ fn east() -> TargetCluster {
 }
 
 /// Blue running here in steady state, `spec.cluster` now `east` with shared savepoints.
+/// Whether the plan `p` applies the child of `color`.
+fn applies(p: &super::super::Plan, color: Color) -> bool {
+    p.actions
+        .iter()
+        .any(|a| matches!(a, Action::ApplyChild { color: c, .. } if *c == color))
+}
+
 fn moving_to_east() -> Observed {
     let mut obs = steady_blue("h2");
     obs.spec.cluster = Some(Box::new(east()));
@@ -34,13 +41,7 @@ fn a_child_is_recorded_in_the_cluster_it_is_created_in_before_it_is() {
     let mut obs = observed();
     obs.spec.cluster = Some(Box::new(east()));
     let p = plan(&obs);
-    assert!(p.actions.iter().any(|a| matches!(
-        a,
-        Action::ApplyChild {
-            color: Color::Blue,
-            ..
-        }
-    )));
+    assert!(applies(&p, Color::Blue), "{:?}", p.actions);
     assert_eq!(p.status.clusters.of(Color::Blue), Some(&east()));
     assert_eq!(p.status.clusters.of(Color::Green), None);
 }
@@ -54,13 +55,7 @@ fn a_child_that_exists_stays_in_its_cluster_and_a_gone_one_is_forgotten() {
         .clusters
         .set(Color::Green, Some(Box::new(east())));
     let p = plan(&obs);
-    assert!(p.actions.iter().any(|a| matches!(
-        a,
-        Action::ApplyChild {
-            color: Color::Blue,
-            ..
-        }
-    )));
+    assert!(applies(&p, Color::Blue), "{:?}", p.actions);
     assert_eq!(p.status.clusters.of(Color::Blue), None);
     // Green is gone from east: east is not looked at again.
     assert_eq!(p.status.clusters.of(Color::Green), None);
@@ -80,17 +75,7 @@ fn a_change_of_the_cluster_moves_the_job_by_a_handover() {
     t.phase = Phase::Deploying;
     t.restore_path = Some("s3://bucket/savepoints/sp-1".into());
     let p = plan(&deploying);
-    assert!(
-        p.actions.iter().any(|a| matches!(
-            a,
-            Action::ApplyChild {
-                color: Color::Green,
-                ..
-            }
-        )),
-        "{:?}",
-        p.actions
-    );
+    assert!(applies(&p, Color::Green), "{:?}", p.actions);
     assert_eq!(p.status.clusters.of(Color::Green), Some(&east()));
 }
 
@@ -356,16 +341,6 @@ fn an_incoming_child_deleted_by_hand_after_w_is_looked_for_where_it_ran() {
         .set(Color::Green, Some(Box::new(east())));
     before.spec.cluster = Some(Box::new(east()));
     let p = plan(&before);
-    assert!(
-        p.actions.iter().any(|a| matches!(
-            a,
-            Action::ApplyChild {
-                color: Color::Green,
-                ..
-            }
-        )),
-        "{:?}",
-        p.actions
-    );
+    assert!(applies(&p, Color::Green), "{:?}", p.actions);
     assert_eq!(p.status.clusters.of(Color::Green), Some(&east()));
 }
